@@ -1,0 +1,389 @@
+//! Key hash functions, bit-exact with the peers that offer them.
+//!
+//! libmemcached (libhashkit) and twemproxy (`src/hashkit/`) share most of these. Their C code
+//! reads the key through a `const char *`, which is *signed* on x86-64 Linux, so several hashes
+//! sign-extend bytes ≥ 0x80 before mixing them in (`(uint32_t)key[x]`). We reproduce that
+//! through [`sx`]: a UTF-8 key hashes here exactly as it does in the C peers.
+
+use md5::{Digest, Md5};
+use std::fmt;
+use std::str::FromStr;
+
+/// A key hash, as offered by libmemcached (`MEMCACHED_BEHAVIOR_HASH`) and twemproxy (`hash:`).
+///
+/// ```
+/// use memshard::KeyHash;
+/// let h: KeyHash = "md5".parse().unwrap();
+/// // libmemcached's hash table (tests/hash_results.h): md5("apple")
+/// assert_eq!(h.hash(b"apple"), 3195025439);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+// The FNV variant names follow the peers' own spelling (fnv1a_64, ...).
+#[allow(non_camel_case_types)]
+#[non_exhaustive]
+pub enum KeyHash {
+    /// First four md5 digest bytes, little-endian (ketama's key hash).
+    Md5,
+    /// Bob Jenkins' one-at-a-time; libmemcached's default key hash.
+    OneAtATime,
+    /// libmemcached/twemproxy `crc`: `(crc32 >> 16) & 0x7fff`.
+    Crc32,
+    /// twemproxy `crc32a`: the full IEEE crc32.
+    Crc32a,
+    /// twemproxy `crc16` (XMODEM table, state not masked to 16 bits, as twemproxy does).
+    Crc16,
+    /// FNV-1 with 64-bit parameters, truncated to 32 bits.
+    Fnv1_64,
+    /// FNV-1a with 64-bit parameters computed in 32 bits (libhashkit/twemproxy quirk).
+    Fnv1a_64,
+    /// FNV-1, 32-bit.
+    Fnv1_32,
+    /// FNV-1a, 32-bit.
+    Fnv1a_32,
+    /// Paul Hsieh's SuperFastHash as libhashkit has it (initial hash 0).
+    Hsieh,
+    /// MurmurHash2 with libhashkit's length-derived seed.
+    Murmur,
+    /// MurmurHash3 x86_32 with libhashkit's length-derived seed.
+    Murmur3,
+    /// Bob Jenkins' lookup3 `hashlittle` with initval 13.
+    Jenkins,
+}
+
+/// Every hash with its CLI name, in the order `--help` lists them.
+pub const KEY_HASHES: &[(&str, KeyHash)] = &[
+    ("md5", KeyHash::Md5),
+    ("one-at-a-time", KeyHash::OneAtATime),
+    ("crc32", KeyHash::Crc32),
+    ("crc32a", KeyHash::Crc32a),
+    ("crc16", KeyHash::Crc16),
+    ("fnv1_64", KeyHash::Fnv1_64),
+    ("fnv1a_64", KeyHash::Fnv1a_64),
+    ("fnv1_32", KeyHash::Fnv1_32),
+    ("fnv1a_32", KeyHash::Fnv1a_32),
+    ("hsieh", KeyHash::Hsieh),
+    ("murmur", KeyHash::Murmur),
+    ("murmur3", KeyHash::Murmur3),
+    ("jenkins", KeyHash::Jenkins),
+];
+
+/// Names the peers use for the same hashes (twemproxy `one_at_a_time`, libmemcached `crc`, ...).
+const ALIASES: &[(&str, KeyHash)] = &[
+    ("one_at_a_time", KeyHash::OneAtATime),
+    ("default", KeyHash::OneAtATime),
+    ("crc", KeyHash::Crc32),
+    ("fnv1-64", KeyHash::Fnv1_64),
+    ("fnv1a-64", KeyHash::Fnv1a_64),
+    ("fnv1-32", KeyHash::Fnv1_32),
+    ("fnv1a-32", KeyHash::Fnv1a_32),
+];
+
+/// The name given to `--hash` was not one we know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown hash {0:?}; known hashes: {list}", list = KEY_HASHES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
+pub struct UnknownHash(pub String);
+
+impl FromStr for KeyHash {
+    type Err = UnknownHash;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.to_ascii_lowercase();
+        KEY_HASHES
+            .iter()
+            .chain(ALIASES)
+            .find(|(n, _)| *n == lower)
+            .map(|(_, h)| *h)
+            .ok_or_else(|| UnknownHash(s.to_string()))
+    }
+}
+
+impl fmt::Display for KeyHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = KEY_HASHES
+            .iter()
+            .find(|(_, h)| h == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?");
+        f.write_str(name)
+    }
+}
+
+impl KeyHash {
+    /// Hash `key` as the peer does.
+    #[inline]
+    pub fn hash(self, key: &[u8]) -> u32 {
+        match self {
+            KeyHash::Md5 => md5_point(key, 0),
+            KeyHash::OneAtATime => one_at_a_time(key),
+            KeyHash::Crc32 => (crc32fast::hash(key) >> 16) & 0x7fff,
+            KeyHash::Crc32a => crc32fast::hash(key),
+            KeyHash::Crc16 => crc16(key),
+            KeyHash::Fnv1_64 => fnv1_64(key),
+            KeyHash::Fnv1a_64 => fnv1a(key, 0x8422_2325, 0x0000_01b3),
+            KeyHash::Fnv1_32 => fnv1(key, 2_166_136_261, 16_777_619),
+            KeyHash::Fnv1a_32 => fnv1a(key, 2_166_136_261, 16_777_619),
+            KeyHash::Hsieh => hsieh(key),
+            KeyHash::Murmur => murmur2(key),
+            KeyHash::Murmur3 => murmur3(key),
+            KeyHash::Jenkins => jenkins(key),
+        }
+    }
+}
+
+/// The md5 digest of `data`.
+#[inline]
+pub fn md5(data: &[u8]) -> [u8; 16] {
+    Md5::digest(data).into()
+}
+
+/// Point `i` (0..4) of an md5 digest: bytes `4i..4i+3` read little-endian, as every ketama does.
+#[inline]
+pub fn digest_point(d: &[u8; 16], i: usize) -> u32 {
+    u32::from_le_bytes([d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]])
+}
+
+/// `digest_point(md5(data), i)`.
+#[inline]
+pub fn md5_point(data: &[u8], i: usize) -> u32 {
+    digest_point(&md5(data), i)
+}
+
+/// A byte read through a signed `char` and widened to `uint32_t`, as the C peers do.
+#[inline]
+fn sx(b: u8) -> u32 {
+    b as i8 as i32 as u32
+}
+
+fn one_at_a_time(key: &[u8]) -> u32 {
+    let mut v: u32 = 0;
+    for &b in key {
+        v = v.wrapping_add(sx(b));
+        v = v.wrapping_add(v << 10);
+        v ^= v >> 6;
+    }
+    v = v.wrapping_add(v << 3);
+    v ^= v >> 11;
+    v.wrapping_add(v << 15)
+}
+
+// libhashkit fnv1_64 works in 64 bits and returns the low 32; the low 32 bits of a 64-bit
+// product depend only on the low 32 bits of its factors, so 32-bit arithmetic is exact.
+fn fnv1_64(key: &[u8]) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= b as i8 as i64 as u64;
+    }
+    h as u32
+}
+
+fn fnv1(key: &[u8], init: u32, prime: u32) -> u32 {
+    key.iter().fold(init, |h, &b| h.wrapping_mul(prime) ^ sx(b))
+}
+
+fn fnv1a(key: &[u8], init: u32, prime: u32) -> u32 {
+    key.iter()
+        .fold(init, |h, &b| (h ^ sx(b)).wrapping_mul(prime))
+}
+
+const fn crc16_table() -> [u32; 256] {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = (i as u32) << 8;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 0x8000 != 0 {
+                (c << 1) ^ 0x1021
+            } else {
+                c << 1
+            };
+            k += 1;
+        }
+        t[i] = c & 0xffff;
+        i += 1;
+    }
+    t
+}
+static CRC16: [u32; 256] = crc16_table();
+
+// twemproxy nc_crc16.c: `crc = (crc << 8) ^ crc16tab[((crc >> 8) ^ *key++) & 0x00FF]` on a
+// uint32_t that is never masked, so the result is wider than 16 bits.
+fn crc16(key: &[u8]) -> u32 {
+    key.iter().fold(0u32, |crc, &b| {
+        (crc << 8) ^ CRC16[(((crc >> 8) ^ sx(b)) & 0xff) as usize]
+    })
+}
+
+fn get16(k: &[u8]) -> u32 {
+    (k[1] as u32) << 8 | k[0] as u32
+}
+
+fn hsieh(key: &[u8]) -> u32 {
+    if key.is_empty() {
+        return 0;
+    }
+    let mut h: u32 = 0;
+    let mut chunks = key.chunks_exact(4);
+    for c in &mut chunks {
+        h = h.wrapping_add(get16(c));
+        let tmp = (get16(&c[2..]) << 11) ^ h;
+        h = (h << 16) ^ tmp;
+        h = h.wrapping_add(h >> 11);
+    }
+    let rem = chunks.remainder();
+    match rem.len() {
+        3 => {
+            h = h.wrapping_add(get16(rem));
+            h ^= h << 16;
+            h ^= sx(rem[2]) << 18;
+            h = h.wrapping_add(h >> 11);
+        }
+        2 => {
+            h = h.wrapping_add(get16(rem));
+            h ^= h << 11;
+            h = h.wrapping_add(h >> 17);
+        }
+        1 => {
+            h = h.wrapping_add(rem[0] as u32);
+            h ^= h << 10;
+            h = h.wrapping_add(h >> 1);
+        }
+        _ => {}
+    }
+    h ^= h << 3;
+    h = h.wrapping_add(h >> 5);
+    h ^= h << 4;
+    h = h.wrapping_add(h >> 17);
+    h ^= h << 25;
+    h.wrapping_add(h >> 6)
+}
+
+fn murmur2(key: &[u8]) -> u32 {
+    const M: u32 = 0x5bd1_e995;
+    let len = key.len() as u32;
+    let seed = 0xdead_beefu32.wrapping_mul(len);
+    let mut h = seed ^ len;
+    let mut chunks = key.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> 24;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M) ^ k;
+    }
+    let rem = chunks.remainder();
+    if rem.len() >= 3 {
+        h ^= (rem[2] as u32) << 16;
+    }
+    if rem.len() >= 2 {
+        h ^= (rem[1] as u32) << 8;
+    }
+    if !rem.is_empty() {
+        h ^= rem[0] as u32;
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^ (h >> 15)
+}
+
+fn murmur3(key: &[u8]) -> u32 {
+    const C1: u32 = 0xcc9e_2d51;
+    const C2: u32 = 0x1b87_3593;
+    let len = key.len() as u32;
+    let mut h = 0xdead_beefu32.wrapping_mul(len);
+    let mut chunks = key.chunks_exact(4);
+    for c in &mut chunks {
+        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        k = k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
+        h ^= k;
+        h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+    }
+    let rem = chunks.remainder();
+    let mut k: u32 = 0;
+    if rem.len() >= 3 {
+        k ^= (rem[2] as u32) << 16;
+    }
+    if rem.len() >= 2 {
+        k ^= (rem[1] as u32) << 8;
+    }
+    if !rem.is_empty() {
+        k ^= rem[0] as u32;
+        k = k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
+        h ^= k;
+    }
+    h ^= len;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
+fn jenkins(key: &[u8]) -> u32 {
+    fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
+        *a = a.wrapping_sub(*c);
+        *a ^= c.rotate_left(4);
+        *c = c.wrapping_add(*b);
+        *b = b.wrapping_sub(*a);
+        *b ^= a.rotate_left(6);
+        *a = a.wrapping_add(*c);
+        *c = c.wrapping_sub(*b);
+        *c ^= b.rotate_left(8);
+        *b = b.wrapping_add(*a);
+        *a = a.wrapping_sub(*c);
+        *a ^= c.rotate_left(16);
+        *c = c.wrapping_add(*b);
+        *b = b.wrapping_sub(*a);
+        *b ^= a.rotate_left(19);
+        *a = a.wrapping_add(*c);
+        *c = c.wrapping_sub(*b);
+        *c ^= b.rotate_left(4);
+        *b = b.wrapping_add(*a);
+    }
+    fn fin(a: &mut u32, b: &mut u32, c: &mut u32) {
+        *c ^= *b;
+        *c = c.wrapping_sub(b.rotate_left(14));
+        *a ^= *c;
+        *a = a.wrapping_sub(c.rotate_left(11));
+        *b ^= *a;
+        *b = b.wrapping_sub(a.rotate_left(25));
+        *c ^= *b;
+        *c = c.wrapping_sub(b.rotate_left(16));
+        *a ^= *c;
+        *a = a.wrapping_sub(c.rotate_left(4));
+        *b ^= *a;
+        *b = b.wrapping_sub(a.rotate_left(14));
+        *c ^= *b;
+        *c = c.wrapping_sub(b.rotate_left(24));
+    }
+    let word = |k: &[u8]| {
+        let mut w = [0u8; 4];
+        w[..k.len()].copy_from_slice(k);
+        u32::from_le_bytes(w)
+    };
+    let init = 0xdead_beefu32
+        .wrapping_add(key.len() as u32)
+        .wrapping_add(13);
+    let (mut a, mut b, mut c) = (init, init, init);
+    let mut k = key;
+    while k.len() > 12 {
+        a = a.wrapping_add(word(&k[0..4]));
+        b = b.wrapping_add(word(&k[4..8]));
+        c = c.wrapping_add(word(&k[8..12]));
+        mix(&mut a, &mut b, &mut c);
+        k = &k[12..];
+    }
+    if k.is_empty() {
+        return c;
+    }
+    a = a.wrapping_add(word(&k[..k.len().min(4)]));
+    if k.len() > 4 {
+        b = b.wrapping_add(word(&k[4..k.len().min(8)]));
+    }
+    if k.len() > 8 {
+        c = c.wrapping_add(word(&k[8..]));
+    }
+    fin(&mut a, &mut b, &mut c);
+    c
+}

@@ -1,0 +1,8 @@
+//! memshard: a memcached client that places every key on exactly the server other clients pick.
+pub mod hash;
+pub mod ring;
+pub mod servers;
+
+pub use hash::{KeyHash, UnknownHash};
+pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};
+pub use servers::{Server, ServerListError, parse_server_list};

@@ -1,0 +1,322 @@
+//! Flavours: each peer's whole ketama recipe in one value.
+//!
+//! A flavour fixes the point-name format, the points-per-server arithmetic (with the peer's own
+//! float/double/integer steps), how digest bytes become points, the key hash, the order of equal
+//! points and the lookup boundary. The caller can change only the key hash, and only where the
+//! peer lets its users change it (libmemcached, twemproxy).
+
+use crate::hash::{self, KeyHash};
+use crate::servers::{DEFAULT_PORT, Server};
+use std::fmt;
+use std::str::FromStr;
+
+/// A peer's ketama recipe. See the crate docs for which peer and option each one matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Flavor {
+    /// libmemcached `MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED` (php-memcached
+    /// `OPT_LIBKETAMA_COMPATIBLE`, pylibmc `ketama_weighted`). The default.
+    Libmemcached,
+    /// libmemcached `MEMCACHED_BEHAVIOR_KETAMA` alone: 100 points per server, each the key hash
+    /// of one point name (pylibmc `{"ketama": True}`).
+    LibmemcachedUnweighted,
+    /// libmemcached `MEMCACHED_BEHAVIOR_KETAMA_COMPAT` = `MEMCACHED_KETAMA_COMPAT_SPY`.
+    LibmemcachedSpy,
+    /// twemproxy (nutcracker) `distribution: ketama`.
+    Twemproxy,
+    /// The original last.fm libketama (also PyPI `ketama`).
+    Libketama,
+    /// spymemcached `KetamaNodeLocator`, unweighted, `KETAMA_HASH`.
+    Spymemcached,
+    /// spymemcached 2.12+ `KetamaNodeLocator` with weights.
+    SpymemcachedWeighted,
+    /// Python uhashring `HashRing(..., hash_fn="ketama")`.
+    Uhashring,
+    /// npm `hashring`.
+    NodeHashring,
+    /// Ruby dalli's own ring.
+    Dalli,
+    /// Python `hash_ring` (Amir Salihefendic): 3 points per md5 digest.
+    HashRing,
+    /// Go `github.com/dgryski/go-ketama`.
+    GoKetama,
+}
+
+/// Every flavour with its CLI name, then the accepted aliases.
+pub const FLAVORS: &[(&str, Flavor)] = &[
+    ("libmemcached", Flavor::Libmemcached),
+    ("libmemcached-unweighted", Flavor::LibmemcachedUnweighted),
+    ("libmemcached-spy", Flavor::LibmemcachedSpy),
+    ("twemproxy", Flavor::Twemproxy),
+    ("libketama", Flavor::Libketama),
+    ("spymemcached", Flavor::Spymemcached),
+    ("spymemcached-weighted", Flavor::SpymemcachedWeighted),
+    ("uhashring", Flavor::Uhashring),
+    ("node-hashring", Flavor::NodeHashring),
+    ("dalli", Flavor::Dalli),
+    ("hash-ring", Flavor::HashRing),
+    ("go-ketama", Flavor::GoKetama),
+];
+
+const FLAVOR_ALIASES: &[(&str, Flavor)] = &[
+    ("php-memcached", Flavor::Libmemcached),
+    ("pylibmc", Flavor::Libmemcached),
+    ("ketama-weighted", Flavor::Libmemcached),
+    ("nutcracker", Flavor::Twemproxy),
+    ("ketama", Flavor::Libketama),
+];
+
+/// The name given to `--flavor` was not one we know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown flavor {0:?}; known flavors: {list}", list = FLAVORS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
+pub struct UnknownFlavor(pub String);
+
+impl FromStr for Flavor {
+    type Err = UnknownFlavor;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.to_ascii_lowercase().replace('_', "-");
+        FLAVORS
+            .iter()
+            .chain(FLAVOR_ALIASES)
+            .find(|(n, _)| *n == lower)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| UnknownFlavor(s.to_string()))
+    }
+}
+
+impl fmt::Display for Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which of several equal points a lookup can land on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ties {
+    /// The point inserted first wins: a stable sort followed by a lower-bound search
+    /// (glibc `qsort` is a merge sort; V8 `Array.prototype.sort` is TimSort).
+    FirstInserted,
+    /// The point inserted last wins: a map keyed by point (Java `TreeMap.put`, Python dict).
+    LastInserted,
+}
+
+/// Where a key hash lands among the sorted points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Search {
+    /// First point ≥ hash, else the first point (libmemcached, twemproxy, libketama, Java
+    /// `TreeMap.ceilingKey`).
+    FirstAtOrAbove,
+    /// First point > hash, else the first point (Python `bisect.bisect_right`).
+    FirstAbove,
+    /// Last point ≤ hash, else the last point (dalli `binary_search`).
+    LastAtOrBelow,
+    /// As `FirstAtOrAbove`, except that hash 0 lands on the last point: the unsigned underflow
+    /// of `highp = midp - 1` in Perl's Algorithm::ConsistentHash::Ketama, kept on purpose by
+    /// go-ketama's `search` for compatibility.
+    FirstAtOrAboveZeroLast,
+}
+
+impl Flavor {
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        FLAVORS
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// The key hash the peer uses unless its user picks another.
+    pub fn default_hash(self) -> KeyHash {
+        match self {
+            Flavor::LibmemcachedUnweighted => KeyHash::OneAtATime,
+            // twemproxy conf.h: CONF_DEFAULT_HASH HASH_FNV1A_64
+            Flavor::Twemproxy => KeyHash::Fnv1a_64,
+            Flavor::Dalli => KeyHash::Crc32a,
+            _ => KeyHash::Md5,
+        }
+    }
+
+    /// Whether the peer lets its users choose the key hash.
+    pub fn hash_is_configurable(self) -> bool {
+        matches!(
+            self,
+            Flavor::Libmemcached
+                | Flavor::LibmemcachedUnweighted
+                | Flavor::LibmemcachedSpy
+                | Flavor::Twemproxy
+        )
+    }
+
+    pub(crate) fn ties(self) -> Ties {
+        match self {
+            Flavor::Spymemcached
+            | Flavor::SpymemcachedWeighted
+            | Flavor::Uhashring
+            | Flavor::HashRing
+            | Flavor::Dalli => Ties::LastInserted,
+            _ => Ties::FirstInserted,
+        }
+    }
+
+    pub(crate) fn search(self) -> Search {
+        match self {
+            Flavor::Uhashring | Flavor::HashRing => Search::FirstAbove,
+            Flavor::Dalli => Search::LastAtOrBelow,
+            Flavor::GoKetama => Search::FirstAtOrAboveZeroLast,
+            _ => Search::FirstAtOrAbove,
+        }
+    }
+
+    /// Every point of every server, in the order the peer inserts them, as
+    /// `(point, server index)`. `hash` is the key hash (used for points only by
+    /// `libmemcached-unweighted`, as libmemcached does).
+    pub(crate) fn points(self, servers: &[Server], hash: KeyHash) -> Vec<(u32, u32)> {
+        let n = servers.len();
+        let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
+        let mut out = Vec::new();
+        for (idx, s) in servers.iter().enumerate() {
+            let idx = idx as u32;
+            let mut md5_4 = |name: &str| {
+                let d = hash::md5(name.as_bytes());
+                for i in 0..4 {
+                    out.push((hash::digest_point(&d, i), idx));
+                }
+            };
+            match self {
+                Flavor::Libmemcached | Flavor::Twemproxy | Flavor::SpymemcachedWeighted => {
+                    let base = self.point_base(s);
+                    for k in 0..libmemcached_digests(s.weight, total, n) {
+                        md5_4(&format!("{base}-{k}"));
+                    }
+                }
+                Flavor::LibmemcachedSpy => {
+                    for k in 0..libmemcached_digests(s.weight, total, n) {
+                        md5_4(&format!("/{}:{}-{k}", s.host, s.port));
+                    }
+                }
+                Flavor::LibmemcachedUnweighted => {
+                    // hosts.cc: MEMCACHED_POINTS_PER_SERVER (100) names, one key-hash each.
+                    let base = self.point_base(s);
+                    for k in 0..100 {
+                        out.push((hash.hash(format!("{base}-{k}").as_bytes()), idx));
+                    }
+                }
+                Flavor::Libketama | Flavor::GoKetama => {
+                    for k in 0..libketama_digests(s.weight as u64, total, n) {
+                        md5_4(&format!("{}-{k}", s.addr));
+                    }
+                }
+                Flavor::Spymemcached => {
+                    let base = self.point_base(s);
+                    for k in 0..40 {
+                        md5_4(&format!("{base}-{k}"));
+                    }
+                }
+                Flavor::Uhashring => {
+                    let base = self.point_base(s);
+                    for k in 0..exact_digests(s.weight as u64, total, n) {
+                        md5_4(&format!("{base}-{k}"));
+                    }
+                }
+                Flavor::NodeHashring => {
+                    // hashring index.js: Math.floor(percentage * vnodes * servers.length),
+                    // left to right in doubles.
+                    let pct = s.weight as f64 / total as f64;
+                    let count = (pct * 40.0 * n as f64).floor() as u64;
+                    for k in 0..count {
+                        md5_4(&format!("{}-{k}", s.addr));
+                    }
+                }
+                Flavor::HashRing => {
+                    // hash_ring.py: factor = floor(40*len(nodes)*weight / total_weight) (Python 2
+                    // integer division), then only 3 of the 4 words of each digest.
+                    for k in 0..exact_digests(s.weight as u64, total, n) {
+                        let d = hash::md5(format!("{}-{k}", s.addr).as_bytes());
+                        for i in 0..3 {
+                            out.push((hash::digest_point(&d, i), idx));
+                        }
+                    }
+                }
+                Flavor::Dalli => {
+                    // dalli ring.rb: ((total_servers * 160 * weight) / Float(total_weight)).floor
+                    let count =
+                        ((n as u64 * 160 * s.weight as u64) as f64 / total as f64).floor() as u64;
+                    let base = self.point_base(s);
+                    for k in 0..count {
+                        let d = sha1_digest(format!("{base}:{k}").as_bytes());
+                        out.push((u32::from_be_bytes([d[0], d[1], d[2], d[3]]), idx));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The part of a point name that identifies the server.
+    pub fn point_base(self, s: &Server) -> String {
+        match self {
+            // libmemcached hosts.cc and twemproxy nc_conf.c both leave out port 11211
+            // "to maintain backward compatibility with libmemcached".
+            Flavor::Libmemcached | Flavor::LibmemcachedUnweighted => host_port_unless_default(s),
+            Flavor::Twemproxy => match &s.name {
+                Some(n) => n.clone(),
+                None => host_port_unless_default(s),
+            },
+            Flavor::LibmemcachedSpy => format!("/{}:{}", s.host, s.port),
+            // spymemcached: String.valueOf(InetSocketAddress) with the leading '/' stripped.
+            Flavor::Spymemcached | Flavor::SpymemcachedWeighted => {
+                format!("{}:{}", s.host, s.port)
+            }
+            Flavor::Uhashring => s.name.clone().unwrap_or_else(|| s.addr.clone()),
+            Flavor::Dalli => format!("{}:{}", s.host, s.port),
+            Flavor::Libketama | Flavor::GoKetama | Flavor::NodeHashring | Flavor::HashRing => {
+                s.addr.clone()
+            }
+        }
+    }
+}
+
+fn host_port_unless_default(s: &Server) -> String {
+    if s.port == DEFAULT_PORT {
+        s.host.clone()
+    } else {
+        format!("{}:{}", s.host, s.port)
+    }
+}
+
+fn sha1_digest(data: &[u8]) -> [u8; 20] {
+    use sha1::{Digest, Sha1};
+    Sha1::digest(data).into()
+}
+
+/// Digests (4 points each) per server in libmemcached `update_continuum` (hosts.cc), twemproxy
+/// `ketama_update` (nc_ketama.c) and spymemcached's weighted `setKetamaNodes`:
+///
+/// ```c
+/// float pct = (float)weight / (float)total_weight;
+/// floorf((float)(pct * 160 / 4 * (float)live_servers + 0.0000000001))
+/// ```
+///
+/// Every step is IEEE single precision except the `+ 1e-10`, done in double and rounded back.
+pub fn libmemcached_digests(weight: u32, total_weight: u64, live_servers: usize) -> u64 {
+    let pct = weight as f32 / total_weight as f32;
+    let v = pct * 160.0f32 / 4.0f32 * live_servers as f32;
+    let v = (v as f64 + 0.000_000_000_1) as f32;
+    v.floor() as u64
+}
+
+/// Digests per server in libketama `ketama_create_continuum` (ketama.c):
+/// `floorf(pct * 40.0 * (float)numservers)` with `pct = (float)memory / (float)total` — the
+/// product is a double (40.0 is a double literal) rounded to float by `floorf`'s argument.
+pub fn libketama_digests(weight: u64, total: u64, servers: usize) -> u64 {
+    let pct = weight as f32 / total as f32;
+    let v = pct as f64 * 40.0 * (servers as f32) as f64;
+    (v as f32).floor() as u64
+}
+
+/// Digests per server with exact integer arithmetic: `(40 * n * weight) // total`
+/// (uhashring `_hashi_weight_generator`, Python 2 hash_ring).
+pub fn exact_digests(weight: u64, total: u64, servers: usize) -> u64 {
+    (40 * servers as u128 * weight as u128 / total as u128) as u64
+}

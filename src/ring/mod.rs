@@ -1,0 +1,225 @@
+//! The ring: a frozen continuum over a server list, built by one flavour's recipe.
+
+mod continuum;
+pub mod flavor;
+mod tag;
+
+use crate::hash::KeyHash;
+use crate::servers::Server;
+use continuum::Continuum;
+pub use flavor::{FLAVORS, Flavor, UnknownFlavor};
+pub use tag::{BadHashTag, HashTag};
+
+/// Why a ring could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RingError {
+    /// The server list is empty: give at least one server.
+    #[error("the server list is empty: give at least one server")]
+    NoServers,
+    /// The peer of this flavour does not let its users choose the key hash.
+    #[error(
+        "flavor {flavor} always hashes keys with {fixed} (its peer has no hash option); drop --hash {asked}"
+    )]
+    HashNotConfigurable {
+        /// The flavour.
+        flavor: Flavor,
+        /// The hash the peer always uses.
+        fixed: KeyHash,
+        /// The hash that was asked for.
+        asked: KeyHash,
+    },
+    /// More servers than a ring can index.
+    #[error("{0} servers is more than a ring can hold (at most {max})", max = u32::MAX)]
+    TooManyServers(usize),
+}
+
+/// An immutable ketama continuum. Cheap to share (`Arc<Ring>`), `Send + Sync`; routing a key
+/// allocates nothing and takes no lock.
+///
+/// ```
+/// use memshard::{Flavor, Ring, parse_server_list};
+/// let servers = parse_server_list("10.0.1.1:11211 600\n10.0.1.2:11211 300").unwrap();
+/// let ring = Ring::new(servers, Flavor::Libmemcached).unwrap();
+/// let owner = ring.server_for(b"user:42").unwrap();
+/// assert!(owner.addr.starts_with("10.0.1."));
+/// // the key's owner is the first of the distinct servers clockwise from it
+/// let walk: Vec<_> = ring.distinct_servers(b"user:42").map(|s| s.addr.clone()).collect();
+/// assert_eq!(walk.len(), 2);
+/// assert_eq!(walk[0], owner.addr);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Ring {
+    servers: Vec<Server>,
+    flavor: Flavor,
+    hash: KeyHash,
+    tag: Option<HashTag>,
+    continuum: Continuum,
+    point_counts: Vec<u32>,
+}
+
+impl Ring {
+    /// A ring over `servers` with the flavour's default key hash and no hash tag.
+    pub fn new(servers: Vec<Server>, flavor: Flavor) -> Result<Ring, RingError> {
+        Ring::with_options(servers, flavor, None, None)
+    }
+
+    /// A ring with an explicit key hash (`None`: the flavour's default) and hash tag.
+    pub fn with_options(
+        servers: Vec<Server>,
+        flavor: Flavor,
+        hash: Option<KeyHash>,
+        tag: Option<HashTag>,
+    ) -> Result<Ring, RingError> {
+        if servers.is_empty() {
+            return Err(RingError::NoServers);
+        }
+        if servers.len() > u32::MAX as usize {
+            return Err(RingError::TooManyServers(servers.len()));
+        }
+        let fixed = flavor.default_hash();
+        let hash = match hash {
+            Some(h) if h != fixed && !flavor.hash_is_configurable() => {
+                return Err(RingError::HashNotConfigurable {
+                    flavor,
+                    fixed,
+                    asked: h,
+                });
+            }
+            Some(h) => h,
+            None => fixed,
+        };
+        let raw = flavor.points(&servers, hash);
+        let mut point_counts = vec![0u32; servers.len()];
+        for &(_, s) in &raw {
+            point_counts[s as usize] += 1;
+        }
+        let continuum = Continuum::build(raw, flavor.ties(), flavor.search());
+        Ok(Ring {
+            servers,
+            flavor,
+            hash,
+            tag,
+            continuum,
+            point_counts,
+        })
+    }
+
+    /// The servers, in the order given.
+    pub fn servers(&self) -> &[Server] {
+        &self.servers
+    }
+
+    /// The flavour this ring was built with.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
+    /// The key hash in use.
+    pub fn key_hash(&self) -> KeyHash {
+        self.hash
+    }
+
+    /// The hash tag in use, if any.
+    pub fn hash_tag(&self) -> Option<HashTag> {
+        self.tag
+    }
+
+    /// Points each server placed on the continuum (before equal points are merged), in server
+    /// order. A server can have 0 points when its weight share is tiny.
+    pub fn point_counts(&self) -> &[u32] {
+        &self.point_counts
+    }
+
+    /// Distinct points on the continuum.
+    pub fn len(&self) -> usize {
+        self.continuum.len()
+    }
+
+    /// True when no server has a point (never the case for a ring that was built).
+    pub fn is_empty(&self) -> bool {
+        self.continuum.len() == 0
+    }
+
+    /// The key hash of `key`, after the hash tag.
+    #[inline]
+    pub fn hash_key(&self, key: &[u8]) -> u32 {
+        let k = match &self.tag {
+            Some(t) => t.apply(key),
+            None => key,
+        };
+        self.hash.hash(k)
+    }
+
+    /// Index (into [`Ring::servers`]) of the server that owns `key`.
+    #[inline]
+    pub fn route(&self, key: &[u8]) -> Option<usize> {
+        let pos = self.continuum.position(self.hash_key(key))?;
+        Some(self.continuum.owner_at(pos) as usize)
+    }
+
+    /// The server that owns `key`.
+    #[inline]
+    pub fn server_for(&self, key: &[u8]) -> Option<&Server> {
+        self.route(key).map(|i| &self.servers[i])
+    }
+
+    /// The continuum point a key lands on (`None` only for an empty ring).
+    pub fn point_for(&self, key: &[u8]) -> Option<u32> {
+        let pos = self.continuum.position(self.hash_key(key))?;
+        Some(self.continuum.point_at(pos))
+    }
+
+    /// Distinct servers in ring order starting at the key's owner: the owner first, then each
+    /// server the first time the walk meets one of its points. For failover and replicas.
+    pub fn distinct_servers<'r>(&'r self, key: &[u8]) -> DistinctServers<'r> {
+        let start = self.continuum.position(self.hash_key(key));
+        DistinctServers {
+            ring: self,
+            start: start.unwrap_or(0),
+            step: 0,
+            seen: vec![0u64; self.servers.len().div_ceil(64)],
+            left: if start.is_some() {
+                self.point_counts.iter().filter(|&&c| c > 0).count()
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// Iterator returned by [`Ring::distinct_servers`].
+#[derive(Debug)]
+pub struct DistinctServers<'r> {
+    ring: &'r Ring,
+    start: usize,
+    step: usize,
+    seen: Vec<u64>,
+    left: usize,
+}
+
+impl<'r> Iterator for DistinctServers<'r> {
+    type Item = &'r Server;
+    fn next(&mut self) -> Option<&'r Server> {
+        let n = self.ring.continuum.len();
+        // Dalli's lookup takes the last point at or below the hash, so its clockwise walk goes
+        // downwards through the points; every other flavour walks upwards.
+        let down = self.ring.flavor.search() == flavor::Search::LastAtOrBelow;
+        while self.left > 0 && self.step < n {
+            let pos = if down {
+                (self.start + n - self.step % n) % n
+            } else {
+                (self.start + self.step) % n
+            };
+            self.step += 1;
+            let s = self.ring.continuum.owner_at(pos) as usize;
+            let (w, b) = (s / 64, 1u64 << (s % 64));
+            if self.seen[w] & b == 0 {
+                self.seen[w] |= b;
+                self.left -= 1;
+                return Some(&self.ring.servers[s]);
+            }
+        }
+        None
+    }
+}

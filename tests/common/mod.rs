@@ -1,0 +1,36 @@
+//! Shared test helpers: where the vectors live, and running the `memshard` binary.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// `../shared/published-vectors` next to the checkout (CI always has it). A missing folder is
+/// a loud failure, never a silent pass.
+pub fn published_dir() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let candidates = [
+        std::env::var_os("MEMSHARD_PUBLISHED_VECTORS").map(PathBuf::from),
+        Some(manifest.join("../shared/published-vectors")),
+        Some(manifest.join("../../shared/published-vectors")),
+    ];
+    for c in candidates.into_iter().flatten() {
+        if c.join("README.md").is_file() {
+            return c;
+        }
+    }
+    panic!(
+        "PUBLISHED VECTORS MISSING: ../shared/published-vectors not found next to {}; \
+         set MEMSHARD_PUBLISHED_VECTORS to its path",
+        manifest.display()
+    );
+}
+
+pub fn published_json(rel: &str) -> serde_json::Value {
+    let p = published_dir().join(rel);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+pub fn published_text(rel: &str) -> String {
+    let p = published_dir().join(rel);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
