@@ -48,7 +48,7 @@ struct RouteArgs {
     #[command(flatten)]
     ring: RingArgs,
     /// Keys to route; when none are given, keys are read one per line from standard input.
-    keys: Vec<String>,
+    keys: Vec<std::ffi::OsString>,
 }
 
 /// An error with the exit status it deserves: 2 for bad arguments or input, 1 for the rest.
@@ -118,6 +118,12 @@ impl RingArgs {
     }
 }
 
+/// A command-line argument as the bytes the user typed (keys need not be UTF-8).
+fn os_bytes(s: &std::ffi::OsStr) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    s.as_bytes()
+}
+
 fn route(a: RouteArgs) -> Result<(), Failure> {
     let ring = a.ring.build()?;
     let stdout = io::stdout();
@@ -156,7 +162,7 @@ fn route(a: RouteArgs) -> Result<(), Failure> {
         }
     } else {
         for k in &a.keys {
-            emit(k.as_bytes(), &mut out)?;
+            emit(os_bytes(k), &mut out)?;
         }
     }
     out.flush()?;

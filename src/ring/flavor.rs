@@ -264,11 +264,9 @@ impl Flavor {
                 None => host_port_unless_default(s),
             },
             Flavor::LibmemcachedSpy => format!("/{}:{}", s.host, s.port),
-            // spymemcached: String.valueOf(InetSocketAddress) with the leading '/' stripped.
-            Flavor::Spymemcached | Flavor::SpymemcachedWeighted => {
-                format!("{}:{}", s.host, s.port)
-            }
+            Flavor::Spymemcached | Flavor::SpymemcachedWeighted => super::spy_node::node_key(s),
             Flavor::Uhashring => s.name.clone().unwrap_or_else(|| s.addr.clone()),
+            // dalli: "#{hostname}:#{port}", brackets of IPv6 dropped, port 11211 kept.
             Flavor::Dalli => format!("{}:{}", s.host, s.port),
             Flavor::Libketama | Flavor::GoKetama | Flavor::NodeHashring | Flavor::HashRing => {
                 s.addr.clone()

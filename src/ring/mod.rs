@@ -1,7 +1,9 @@
 //! The ring: a frozen continuum over a server list, built by one flavour's recipe.
 
 mod continuum;
+mod dalli_key;
 pub mod flavor;
+mod spy_node;
 mod tag;
 
 use crate::hash::KeyHash;
@@ -148,6 +150,9 @@ impl Ring {
             Some(t) => t.apply(key),
             None => key,
         };
+        if self.flavor == Flavor::Dalli {
+            return dalli_key::with_hashed_key(k, |k| self.hash.hash(k));
+        }
         self.hash.hash(k)
     }
 

@@ -48,9 +48,10 @@ impl HashTag {
         if let Some(start) = key.iter().position(|&b| b == self.open) {
             let inner = &key[start + 1..];
             if let Some(len) = inner.iter().position(|&b| b == self.close)
-                && len > 0 {
-                    return &inner[..len];
-                }
+                && len > 0
+            {
+                return &inner[..len];
+            }
         }
         key
     }

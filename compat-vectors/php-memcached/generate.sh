@@ -1,0 +1,9 @@
+#!/bin/sh
+# Regenerates compat-vectors/php-memcached/cases from php-memcached (Memcached::getServerByKey).
+set -eu
+export PYTHONDONTWRITEBYTECODE=1
+HERE=$(cd "$(dirname "$0")" && pwd)
+need() { dpkg -s "$1" >/dev/null 2>&1 || { apt-get update && apt-get install -y "$1"; }; }
+need php-cli; need php-memcached; need python3
+rm -rf "$HERE/cases"
+/usr/bin/python3 "$HERE/make_cases.py" "$HERE/cases"

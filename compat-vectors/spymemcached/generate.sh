@@ -1,0 +1,29 @@
+#!/bin/sh
+# Regenerates every case in ./cases from the real spymemcached 2.12.3 (Debian libspymemcached-java).
+# No memcached server is needed: nodes are built over unconnected SocketChannels (see SpyRoute.java).
+set -eu
+cd "$(dirname "$0")"
+JAR=/usr/share/java/spymemcached.jar
+if [ ! -f "$JAR" ] || ! command -v javac >/dev/null 2>&1; then
+  apt-get update && apt-get install -y libspymemcached-java default-jdk-headless
+fi
+command -v python3 >/dev/null 2>&1 || apt-get install -y python3
+BUILD=$(mktemp -d)
+trap 'rm -rf "$BUILD"' EXIT
+javac -d "$BUILD" -cp "$JAR" SpyRoute.java
+# Java resolves host names only from this file (no DNS): localhost -> 127.0.0.1, anything else unresolved.
+printf '127.0.0.1 localhost\n' > "$BUILD/hosts"
+JAVA="java -Djdk.net.hosts.file=$BUILD/hosts -Djava.net.preferIPv6Addresses=false -cp $JAR:$BUILD"
+
+rm -rf cases
+python3 gen_cases.py
+for d in cases/*/; do
+  c=$(basename "$d")
+  flavor=$(sed -n 's/^flavor=//p' "$d/meta.txt")
+  $JAVA SpyRoute "$flavor" "$d/servers.txt" < "$d/keys.txt" > "$d/expected.tsv"
+  [ "$(wc -l < "$d/keys.txt")" -eq "$(wc -l < "$d/expected.tsv")" ] || { echo "short output for $c" >&2; exit 1; }
+  rm "$d/keys.txt"
+  echo "$c: $(wc -l < "$d/expected.tsv") keys ($flavor)"
+done
+# Node keys as the peer's own formatter prints them (documentation; README quotes this file).
+$JAVA SpyRoute spymemcached node-keys-servers.txt --node-keys > node-keys.tsv

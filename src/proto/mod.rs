@@ -1,0 +1,14 @@
+//! The memcached ASCII protocol: request encoding and an incremental reply parser.
+//!
+//! Everything here is a pure function over bytes, tested without sockets. Keys are checked
+//! before anything is encoded, so a hostile key can never smuggle a second command in.
+
+mod key;
+mod reply;
+mod request;
+
+pub use key::{KeyError, MAX_KEY_LEN, validate_key};
+pub use reply::{
+    MAX_LINE, ParseError, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval,
+};
+pub use request::{Request, StoreCommand};

@@ -1,0 +1,80 @@
+//! dalli's key rewrite before hashing (`Dalli::KeyManager#validate_key`, dalli 3.0.6): a key
+//! longer than 250 *characters* (Ruby `String#length`) becomes
+//! `key[0, 212] + ":md5:" + md5hex(key)`.
+
+use crate::hash::md5;
+
+const MAX_CHARS: usize = 250;
+const PREFIX_CHARS: usize = 212;
+/// 212 characters of at most 4 UTF-8 bytes, ":md5:" and 32 hex digits.
+const BUF: usize = PREFIX_CHARS * 4 + 5 + 32;
+
+/// Call `f` with the key dalli hashes. Short keys pass through; long ones are rewritten in a
+/// stack buffer, so routing still allocates nothing.
+pub(crate) fn with_hashed_key<R>(key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    // Ruby counts characters; a byte that is not valid UTF-8 counts as one.
+    if key.len() <= MAX_CHARS || char_count(key) <= MAX_CHARS {
+        return f(key);
+    }
+    let prefix_len = byte_len_of_chars(key, PREFIX_CHARS);
+    let mut buf = [0u8; BUF];
+    buf[..prefix_len].copy_from_slice(&key[..prefix_len]);
+    let mut n = prefix_len;
+    buf[n..n + 5].copy_from_slice(b":md5:");
+    n += 5;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in md5(key) {
+        buf[n] = HEX[(b >> 4) as usize];
+        buf[n + 1] = HEX[(b & 15) as usize];
+        n += 2;
+    }
+    f(&buf[..n])
+}
+
+fn char_count(key: &[u8]) -> usize {
+    key.utf8_chunks()
+        .map(|c| c.valid().chars().count() + c.invalid().len())
+        .sum()
+}
+
+/// Bytes taken by the first `chars` characters of `key`.
+fn byte_len_of_chars(key: &[u8], mut chars: usize) -> usize {
+    let mut len = 0;
+    for c in key.utf8_chunks() {
+        for ch in c.valid().chars() {
+            if chars == 0 {
+                return len;
+            }
+            chars -= 1;
+            len += ch.len_utf8();
+        }
+        for _ in c.invalid() {
+            if chars == 0 {
+                return len;
+            }
+            chars -= 1;
+            len += 1;
+        }
+    }
+    len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_and_multibyte_keys_pass_through() {
+        let k = "é".repeat(250);
+        assert_eq!(with_hashed_key(k.as_bytes(), |b| b.to_vec()), k.as_bytes());
+    }
+
+    #[test]
+    fn long_keys_are_rewritten() {
+        let k = "é".repeat(251);
+        let out = with_hashed_key(k.as_bytes(), |b| String::from_utf8(b.to_vec()).unwrap());
+        assert!(out.starts_with(&"é".repeat(212)));
+        assert_eq!(out.chars().count(), 212 + 5 + 32);
+        assert!(out[212 * 2..].starts_with(":md5:"));
+    }
+}
