@@ -1,0 +1,11 @@
+#!/bin/sh
+# Regenerates every vector set from the real peers. Each folder's generate.sh installs its peer
+# (apt-get, pip, npm) when missing and starts/stops any memcached or nutcracker it needs on
+# 127.0.0.0/8. Run as root on a Debian bookworm machine.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+for d in "$HERE"/*/; do
+    [ -f "$d/generate.sh" ] || continue
+    echo "== $(basename "$d")"
+    bash "$d/generate.sh"
+done
