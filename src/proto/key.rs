@@ -15,7 +15,9 @@ pub enum KeyError {
     #[error("key is {0} bytes; memcached keys are at most 250 bytes (prefix included)")]
     TooLong(usize),
     /// A space or control character (including CR, LF, NUL, DEL) at this byte offset.
-    #[error("key holds byte 0x{byte:02x} at offset {at}: spaces and control characters are not allowed in memcached keys")]
+    #[error(
+        "key holds byte 0x{byte:02x} at offset {at}: spaces and control characters are not allowed in memcached keys"
+    )]
     BadByte {
         /// The offending byte.
         byte: u8,

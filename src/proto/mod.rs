@@ -8,7 +8,5 @@ mod reply;
 mod request;
 
 pub use key::{KeyError, MAX_KEY_LEN, validate_key};
-pub use reply::{
-    MAX_LINE, ParseError, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval,
-};
+pub use reply::{MAX_LINE, ParseError, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval};
 pub use request::{Request, StoreCommand};

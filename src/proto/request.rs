@@ -149,7 +149,14 @@ impl Request<'_> {
     fn write_to(&self, buf: &mut Vec<u8>) -> std::io::Result<()> {
         let nr = |noreply: bool| if noreply { " noreply" } else { "" };
         match *self {
-            Request::Store { cmd, key, flags, exptime, value, noreply } => {
+            Request::Store {
+                cmd,
+                key,
+                flags,
+                exptime,
+                value,
+                noreply,
+            } => {
                 buf.extend_from_slice(cmd.verb().as_bytes());
                 buf.push(b' ');
                 buf.extend_from_slice(key);
@@ -175,12 +182,21 @@ impl Request<'_> {
                 buf.extend_from_slice(key);
                 write!(buf, "{}\r\n", nr(noreply))?;
             }
-            Request::Arith { incr, key, delta, noreply } => {
+            Request::Arith {
+                incr,
+                key,
+                delta,
+                noreply,
+            } => {
                 buf.extend_from_slice(if incr { b"incr " } else { b"decr " });
                 buf.extend_from_slice(key);
                 write!(buf, " {delta}{}\r\n", nr(noreply))?;
             }
-            Request::Touch { key, exptime, noreply } => {
+            Request::Touch {
+                key,
+                exptime,
+                noreply,
+            } => {
                 buf.extend_from_slice(b"touch ");
                 buf.extend_from_slice(key);
                 write!(buf, " {exptime}{}\r\n", nr(noreply))?;

@@ -175,7 +175,8 @@ impl Flavor {
         let n = servers.len();
         let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
         let mut out = Vec::new();
-        for (idx, s) in servers.iter().enumerate() {
+        for idx in self.insertion_order(servers) {
+            let s = &servers[idx];
             let idx = idx as u32;
             let mut md5_4 = |name: &str| {
                 let d = hash::md5(name.as_bytes());
@@ -251,6 +252,22 @@ impl Flavor {
             }
         }
         out
+    }
+
+    /// The order in which the peer adds servers to its continuum, which decides ties.
+    fn insertion_order(self, servers: &[Server]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        if self == Flavor::Twemproxy {
+            // nc_conf.c conf_validate_server sorts the pool's servers by name
+            // (conf_server_name_cmp: shorter name first, then bytewise) to find duplicates, and
+            // the pool is built from that sorted array. Checked against nutcracker 0.5.0.
+            let names: Vec<String> = servers.iter().map(|s| self.point_base(s)).collect();
+            order.sort_by(|&a, &b| {
+                let (x, y) = (names[a].as_bytes(), names[b].as_bytes());
+                x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+            });
+        }
+        order
     }
 
     /// The part of a point name that identifies the server.

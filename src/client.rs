@@ -1,0 +1,966 @@
+//! The client: routes every command to the owner of its key, fans multi-key operations out
+//! across servers.
+
+use crate::KeyHash;
+use crate::conn::{Conn, ConnOptions};
+use crate::error::{Error, Result};
+use crate::pool::Manager;
+use crate::proto::{self, Reply, Request, StoreCommand};
+use crate::ring::{Flavor, HashTag, Ring};
+use crate::servers::{Server, parse_server_list};
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Keys per `get` command in a multi-get (memcached accepts long lines, proxies may not).
+const GET_BATCH: usize = 100;
+/// Storage or delete commands written before their replies are read.
+const WRITE_BATCH: usize = 100;
+
+/// A value read from memcached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// The value's bytes.
+    pub value: Vec<u8>,
+    /// The client flags stored with it.
+    pub flags: u32,
+    /// The CAS unique (`gets`, `gats`).
+    pub cas: Option<u64>,
+}
+
+impl Item {
+    /// The value as UTF-8 text, if it is.
+    pub fn text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.value).ok()
+    }
+}
+
+/// What a storage command did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreOutcome {
+    /// `STORED`
+    Stored,
+    /// `NOT_STORED`: the condition of `add`/`replace`/`append`/`prepend` failed.
+    NotStored,
+    /// `EXISTS`: a `cas` found the item changed since it was read.
+    Exists,
+    /// `NOT_FOUND`: a `cas` found no item.
+    NotFound,
+}
+
+/// What `delete` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// `DELETED`
+    Deleted,
+    /// `NOT_FOUND`
+    NotFound,
+}
+
+/// What `touch` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TouchOutcome {
+    /// `TOUCHED`
+    Touched,
+    /// `NOT_FOUND`
+    NotFound,
+}
+
+/// Builds a [`Client`]. Every setting documents its default.
+///
+/// ```no_run
+/// use memshard::{Client, Flavor};
+/// use std::time::Duration;
+/// let client = Client::builder()
+///     .server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?
+///     .flavor(Flavor::Libmemcached)
+///     .pool_size(4)
+///     .read_timeout(Duration::from_millis(250))
+///     .build()?;
+/// client.set("greeting", "hello", 0, 0)?;
+/// assert_eq!(client.get("greeting")?.unwrap().value, b"hello");
+/// # Ok::<(), memshard::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    servers: Vec<Server>,
+    flavor: Flavor,
+    hash: Option<KeyHash>,
+    tag: Option<HashTag>,
+    pool_size: u32,
+    min_idle: Option<u32>,
+    checkout_timeout: Duration,
+    ping_on_checkout: bool,
+    conn: ConnOptions,
+    prefix: Vec<u8>,
+    hash_with_prefix: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            servers: Vec::new(),
+            flavor: Flavor::Libmemcached,
+            hash: None,
+            tag: None,
+            pool_size: 8,
+            min_idle: Some(0),
+            checkout_timeout: Duration::from_millis(1000),
+            ping_on_checkout: false,
+            conn: ConnOptions::default(),
+            prefix: Vec::new(),
+            hash_with_prefix: false,
+        }
+    }
+}
+
+impl Builder {
+    /// Add servers. Default: none (building fails without any).
+    pub fn servers(mut self, servers: impl IntoIterator<Item = Server>) -> Self {
+        self.servers.extend(servers);
+        self
+    }
+
+    /// Add servers from a server list in any format [`parse_server_list`] reads.
+    pub fn server_list(mut self, text: &str) -> Result<Self> {
+        self.servers.extend(parse_server_list(text)?);
+        Ok(self)
+    }
+
+    /// Placement flavour. Default: [`Flavor::Libmemcached`].
+    pub fn flavor(mut self, flavor: Flavor) -> Self {
+        self.flavor = flavor;
+        self
+    }
+
+    /// Key hash. Default: the flavour's.
+    pub fn hash(mut self, hash: KeyHash) -> Self {
+        self.hash = Some(hash);
+        self
+    }
+
+    /// Hash tag (twemproxy semantics). Default: none.
+    pub fn hash_tag(mut self, tag: HashTag) -> Self {
+        self.tag = Some(tag);
+        self
+    }
+
+    /// Connections per server at most. Default: 8.
+    pub fn pool_size(mut self, n: u32) -> Self {
+        self.pool_size = n;
+        self
+    }
+
+    /// Idle connections each pool keeps open. Default: 0 (connect on demand).
+    pub fn min_idle(mut self, n: u32) -> Self {
+        self.min_idle = Some(n);
+        self
+    }
+
+    /// Longest wait for a connection from a pool (including connecting). Default: 1 s.
+    pub fn checkout_timeout(mut self, d: Duration) -> Self {
+        self.checkout_timeout = d;
+        self
+    }
+
+    /// Send `version` on every checkout to test the connection. Default: off (it doubles the
+    /// round trips; broken connections are already never reused).
+    pub fn ping_on_checkout(mut self, on: bool) -> Self {
+        self.ping_on_checkout = on;
+        self
+    }
+
+    /// Connect timeout. Default: 500 ms.
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.conn.connect_timeout = d;
+        self
+    }
+
+    /// Longest wait for one reply. Default: 1 s.
+    pub fn read_timeout(mut self, d: Duration) -> Self {
+        self.conn.read_timeout = d;
+        self
+    }
+
+    /// Longest wait to write one request. Default: 1 s.
+    pub fn write_timeout(mut self, d: Duration) -> Self {
+        self.conn.write_timeout = d;
+        self
+    }
+
+    /// Largest value sent or accepted. Default: 1 MiB (memcached's default `-I`).
+    pub fn max_value_size(mut self, bytes: usize) -> Self {
+        self.conn.max_value_size = bytes;
+        self
+    }
+
+    /// Prefix sent in front of every key, like libmemcached's `MEMCACHED_CALLBACK_PREFIX_KEY`:
+    /// the server sees `prefix + key`; placement hashes only `key` unless
+    /// [`Builder::hash_with_prefix`] is set. Default: none.
+    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.prefix = prefix.as_ref().to_vec();
+        self
+    }
+
+    /// Hash `prefix + key` for placement (libmemcached `HASH_WITH_PREFIX_KEY`). Default: off.
+    pub fn hash_with_prefix(mut self, on: bool) -> Self {
+        self.hash_with_prefix = on;
+        self
+    }
+
+    /// Build the ring and one pool per server. No connection is opened yet (unless
+    /// `min_idle` asks for some), so a server that is down does not stop the build.
+    pub fn build(self) -> Result<Client> {
+        if self.pool_size == 0 {
+            return Err(Error::Config("pool_size must be at least 1".into()));
+        }
+        if !self.prefix.is_empty() {
+            proto::validate_key(&self.prefix)
+                .map_err(|e| Error::Config(format!("key prefix: {e}")))?;
+        }
+        let ring = Ring::with_options(self.servers, self.flavor, self.hash, self.tag)?;
+        let mut pools = Vec::with_capacity(ring.servers().len());
+        for s in ring.servers() {
+            let m = Manager::new(
+                &s.host,
+                s.port,
+                &s.addr,
+                self.conn.clone(),
+                self.ping_on_checkout,
+            );
+            let pool = r2d2::Pool::builder()
+                .max_size(self.pool_size)
+                .min_idle(self.min_idle)
+                .connection_timeout(self.checkout_timeout)
+                .test_on_check_out(self.ping_on_checkout)
+                .error_handler(Box::new(r2d2::NopErrorHandler))
+                .build_unchecked(m);
+            pools.push(pool);
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                ring,
+                pools,
+                prefix: self.prefix,
+                hash_with_prefix: self.hash_with_prefix,
+                max_value: self.conn.max_value_size,
+            }),
+        })
+    }
+}
+
+struct Inner {
+    ring: Ring,
+    pools: Vec<r2d2::Pool<Manager>>,
+    prefix: Vec<u8>,
+    hash_with_prefix: bool,
+    max_value: usize,
+}
+
+/// A pooled memcached client over a ketama ring. Cheap to clone (an `Arc`), `Send + Sync`.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("servers", &self.inner.ring.servers().len())
+            .field("flavor", &self.inner.ring.flavor())
+            .finish()
+    }
+}
+
+/// Input indexes grouped by the server that owns them: `(server, indexes)`.
+type Groups = Vec<(usize, Vec<usize>)>;
+
+/// A server's statistics as `(name, value)` pairs.
+pub type Stats = Vec<(String, String)>;
+
+/// A key ready to send: validated, prefixed, and routed.
+struct Routed<'k> {
+    wire: Cow<'k, [u8]>,
+    server: usize,
+}
+
+fn check_store(reply: Reply, conn: &mut Conn, what: &str) -> Result<StoreOutcome> {
+    match reply {
+        Reply::Stored => Ok(StoreOutcome::Stored),
+        Reply::NotStored => Ok(StoreOutcome::NotStored),
+        Reply::Exists => Ok(StoreOutcome::Exists),
+        Reply::NotFound => Ok(StoreOutcome::NotFound),
+        other => Err(reply_error(other, conn, what)),
+    }
+}
+
+/// An error reply becomes `Error::Server`; anything else that does not fit is a protocol error.
+fn reply_error(reply: Reply, conn: &mut Conn, what: &str) -> Error {
+    match reply {
+        Reply::Error => Error::Server {
+            server: conn.server().to_string(),
+            message: "ERROR".into(),
+        },
+        Reply::ClientError(m) => Error::Server {
+            server: conn.server().to_string(),
+            message: format!("CLIENT_ERROR {m}"),
+        },
+        Reply::ServerError(m) => Error::Server {
+            server: conn.server().to_string(),
+            message: format!("SERVER_ERROR {m}"),
+        },
+        other => conn.unexpected(&other, what),
+    }
+}
+
+impl Client {
+    /// A builder with every default.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The ring this client routes with.
+    pub fn ring(&self) -> &Ring {
+        &self.inner.ring
+    }
+
+    fn route<'k>(&self, key: &'k [u8]) -> Result<Routed<'k>> {
+        let inner = &*self.inner;
+        let wire: Cow<'k, [u8]> = if inner.prefix.is_empty() {
+            Cow::Borrowed(key)
+        } else {
+            let mut v = Vec::with_capacity(inner.prefix.len() + key.len());
+            v.extend_from_slice(&inner.prefix);
+            v.extend_from_slice(key);
+            Cow::Owned(v)
+        };
+        proto::validate_key(&wire).map_err(|e| Error::invalid_key(key, e))?;
+        let hashed: &[u8] = if inner.hash_with_prefix { &wire } else { key };
+        let server = inner
+            .ring
+            .route(hashed)
+            .ok_or(Error::Config("the ring has no points".into()))?;
+        Ok(Routed { wire, server })
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<()> {
+        if value.len() > self.inner.max_value {
+            return Err(Error::ValueTooLarge {
+                len: value.len(),
+                limit: self.inner.max_value,
+            });
+        }
+        Ok(())
+    }
+
+    fn conn(&self, server: usize) -> Result<r2d2::PooledConnection<Manager>> {
+        self.inner.pools[server].get().map_err(|e| Error::Pool {
+            server: self.inner.ring.servers()[server].addr.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Read a retrieval reply for `keys` (in request order), matching each `VALUE` to the next
+    /// requested key it can be: a value for a key that was not asked for is a protocol error,
+    /// never handed to the caller.
+    fn read_hits(conn: &mut Conn, keys: &[&[u8]], mut hit: impl FnMut(usize, Item)) -> Result<()> {
+        let mut next = 0;
+        let failed = conn.read_values(|k, flags, data, cas| {
+            while next < keys.len() && keys[next] != k {
+                next += 1;
+            }
+            if next == keys.len() {
+                return Err(Error::protocol(
+                    "",
+                    format!(
+                        "value for key {:?}, which was not requested",
+                        String::from_utf8_lossy(k)
+                    ),
+                ));
+            }
+            hit(
+                next,
+                Item {
+                    value: data.to_vec(),
+                    flags,
+                    cas,
+                },
+            );
+            next += 1;
+            Ok(())
+        })?;
+        match failed {
+            None => Ok(()),
+            Some(reply) => Err(reply_error(reply, conn, "get")),
+        }
+    }
+
+    fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
+        let r = self.route(key)?;
+        let mut conn = self.conn(r.server)?;
+        let keys = [&r.wire[..]];
+        let req = match touch {
+            None => Request::Get { keys: &keys, cas },
+            Some(exptime) => Request::GetAndTouch {
+                exptime,
+                keys: &keys,
+                cas,
+            },
+        };
+        conn.send_requests([req])?;
+        let mut out = None;
+        Self::read_hits(&mut conn, &keys, |_, item| out = Some(item))?;
+        Ok(out)
+    }
+
+    /// `get`: the value, or `None` on a miss.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), None, false)
+    }
+
+    /// `gets`: the value with its CAS unique.
+    pub fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), None, true)
+    }
+
+    /// `gat`: get and set a new expiry.
+    pub fn gat(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), Some(exptime), false)
+    }
+
+    /// `gats`: get with CAS unique and set a new expiry.
+    pub fn gats(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), Some(exptime), true)
+    }
+
+    fn store(
+        &self,
+        cmd: StoreCommand,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        self.check_value(value)?;
+        let r = self.route(key)?;
+        let mut conn = self.conn(r.server)?;
+        conn.send_requests([Request::Store {
+            cmd,
+            key: &r.wire,
+            flags,
+            exptime,
+            value,
+            noreply: false,
+        }])?;
+        let reply = conn.read_reply()?;
+        check_store(reply, &mut conn, "a storage command")
+    }
+
+    /// `set`: store unconditionally. `exptime` 0 = never expires.
+    pub fn set(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        self.store(
+            StoreCommand::Set,
+            key.as_ref(),
+            value.as_ref(),
+            flags,
+            exptime,
+        )
+    }
+
+    /// `add`: store only if absent (`NotStored` otherwise).
+    pub fn add(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        self.store(
+            StoreCommand::Add,
+            key.as_ref(),
+            value.as_ref(),
+            flags,
+            exptime,
+        )
+    }
+
+    /// `replace`: store only if present (`NotStored` otherwise).
+    pub fn replace(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        self.store(
+            StoreCommand::Replace,
+            key.as_ref(),
+            value.as_ref(),
+            flags,
+            exptime,
+        )
+    }
+
+    /// `append` to an existing value (`NotStored` if absent).
+    pub fn append(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<StoreOutcome> {
+        self.store(StoreCommand::Append, key.as_ref(), value.as_ref(), 0, 0)
+    }
+
+    /// `prepend` to an existing value (`NotStored` if absent).
+    pub fn prepend(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<StoreOutcome> {
+        self.store(StoreCommand::Prepend, key.as_ref(), value.as_ref(), 0, 0)
+    }
+
+    /// `cas`: store only if the item's CAS unique is still `cas` (`Exists` if it changed,
+    /// `NotFound` if it is gone).
+    pub fn cas(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+        cas: u64,
+    ) -> Result<StoreOutcome> {
+        self.store(
+            StoreCommand::Cas(cas),
+            key.as_ref(),
+            value.as_ref(),
+            flags,
+            exptime,
+        )
+    }
+
+    /// `delete`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
+        let r = self.route(key.as_ref())?;
+        let mut conn = self.conn(r.server)?;
+        conn.send_requests([Request::Delete {
+            key: &r.wire,
+            noreply: false,
+        }])?;
+        match conn.read_reply()? {
+            Reply::Deleted => Ok(DeleteOutcome::Deleted),
+            Reply::NotFound => Ok(DeleteOutcome::NotFound),
+            other => Err(reply_error(other, &mut conn, "delete")),
+        }
+    }
+
+    fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
+        let r = self.route(key)?;
+        let mut conn = self.conn(r.server)?;
+        conn.send_requests([Request::Arith {
+            incr,
+            key: &r.wire,
+            delta,
+            noreply: false,
+        }])?;
+        match conn.read_reply()? {
+            Reply::Number(n) => Ok(Some(n)),
+            Reply::NotFound => Ok(None),
+            other => Err(reply_error(
+                other,
+                &mut conn,
+                if incr { "incr" } else { "decr" },
+            )),
+        }
+    }
+
+    /// `incr`: the new value, or `None` if the key does not exist.
+    pub fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+        self.arith(true, key.as_ref(), delta)
+    }
+
+    /// `decr` (memcached stops at 0): the new value, or `None` if the key does not exist.
+    pub fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+        self.arith(false, key.as_ref(), delta)
+    }
+
+    /// `touch`: set a new expiry.
+    pub fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
+        let r = self.route(key.as_ref())?;
+        let mut conn = self.conn(r.server)?;
+        conn.send_requests([Request::Touch {
+            key: &r.wire,
+            exptime,
+            noreply: false,
+        }])?;
+        match conn.read_reply()? {
+            Reply::Touched => Ok(TouchOutcome::Touched),
+            Reply::NotFound => Ok(TouchOutcome::NotFound),
+            other => Err(reply_error(other, &mut conn, "touch")),
+        }
+    }
+
+    /// Run `f` for each server group, in parallel across servers (the first group on this
+    /// thread), and collect `(input index, result)` pairs.
+    fn fan_out<T: Send>(
+        &self,
+        groups: Vec<(usize, Vec<usize>)>,
+        f: impl Fn(usize, &[usize]) -> Vec<(usize, T)> + Sync,
+    ) -> Vec<(usize, T)> {
+        let mut groups = groups.into_iter();
+        let Some((first_server, first_idx)) = groups.next() else {
+            return Vec::new();
+        };
+        let rest: Vec<_> = groups.collect();
+        if rest.is_empty() {
+            return f(first_server, &first_idx);
+        }
+        let f = &f;
+        let joined = crossbeam_utils::thread::scope(|s| {
+            let handles: Vec<_> = rest
+                .iter()
+                .map(|(srv, idx)| s.spawn(move |_| f(*srv, idx)))
+                .collect();
+            let mut out = f(first_server, &first_idx);
+            for h in handles {
+                match h.join() {
+                    Ok(v) => out.extend(v),
+                    // Our per-server work does not panic; if it did, re-raise it here.
+                    Err(p) => std::panic::resume_unwind(p),
+                }
+            }
+            out
+        });
+        match joined {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
+
+    /// Route `keys`; invalid keys get their error at once, the rest are grouped by server.
+    fn group<'k, T>(
+        &self,
+        keys: impl Iterator<Item = &'k [u8]>,
+        out: &mut [Option<Result<T>>],
+    ) -> (Vec<Option<Routed<'k>>>, Groups) {
+        let mut routed = Vec::new();
+        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); self.inner.pools.len()];
+        for (i, k) in keys.enumerate() {
+            match self.route(k) {
+                Ok(r) => {
+                    by_server[r.server].push(i);
+                    routed.push(Some(r));
+                }
+                Err(e) => {
+                    out[i] = Some(Err(e));
+                    routed.push(None);
+                }
+            }
+        }
+        let groups = by_server
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        (routed, groups)
+    }
+
+    /// Get many keys: one pipelined request per server, servers in parallel. Results are in
+    /// the order of `keys`; a failing server gives errors for its keys only.
+    pub fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        let mut out: Vec<Option<Result<Option<Item>>>> = (0..keys.len()).map(|_| None).collect();
+        let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let results = self.fan_out(groups, |server, idx| {
+            let wire: Vec<&[u8]> = idx
+                .iter()
+                .map(|&i| routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
+                .collect();
+            let mut res: Vec<(usize, Result<Option<Item>>)> =
+                idx.iter().map(|&i| (i, Ok(None))).collect();
+            let mut run = || -> std::result::Result<(), (usize, Error)> {
+                let mut conn = self.conn(server).map_err(|e| (0, e))?;
+                let chunks: Vec<&[&[u8]]> = wire.chunks(GET_BATCH).collect();
+                conn.send_requests(chunks.iter().map(|c| Request::Get {
+                    keys: c,
+                    cas: false,
+                }))
+                .map_err(|e| (0, e))?;
+                for (ci, chunk) in chunks.iter().enumerate() {
+                    let base = ci * GET_BATCH;
+                    Self::read_hits(&mut conn, chunk, |j, item| res[base + j].1 = Ok(Some(item)))
+                        .map_err(|e| (base, e))?;
+                }
+                Ok(())
+            };
+            if let Err((from, e)) = run() {
+                for r in &mut res[from..] {
+                    r.1 = Err(e.clone());
+                }
+            }
+            res
+        });
+        for (i, r) in results {
+            out[i] = Some(r);
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Pipelined writes per server: `make` gives each key's request, `parse` reads its reply.
+    fn write_multi<'r, 'a: 'r, T: Send>(
+        &self,
+        routed: &'r [Option<Routed<'a>>],
+        groups: Vec<(usize, Vec<usize>)>,
+        make: impl Fn(usize, &'r [u8]) -> Request<'r> + Sync,
+        parse: impl Fn(Reply, &mut Conn) -> Result<T> + Sync,
+    ) -> Vec<(usize, Result<T>)> {
+        self.fan_out(groups, |server, idx| {
+            let mut res: Vec<(usize, Option<Result<T>>)> = idx.iter().map(|&i| (i, None)).collect();
+            let run =
+                |res: &mut Vec<(usize, Option<Result<T>>)>| -> Result<()> {
+                    let mut conn = self.conn(server)?;
+                    for (bi, batch) in idx.chunks(WRITE_BATCH).enumerate() {
+                        conn.send_requests(batch.iter().map(|&i| {
+                            make(i, routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
+                        }))?;
+                        for j in 0..batch.len() {
+                            let reply = conn.read_reply()?;
+                            let r = parse(reply, &mut conn);
+                            let broken = conn.is_broken();
+                            res[bi * WRITE_BATCH + j].1 = Some(r);
+                            if broken {
+                                return Err(Error::protocol(
+                                    conn.server(),
+                                    "connection dropped after an unexpected reply",
+                                ));
+                            }
+                        }
+                    }
+                    Ok(())
+                };
+            if let Err(e) = run(&mut res) {
+                for r in res.iter_mut().filter(|r| r.1.is_none()) {
+                    r.1 = Some(Err(e.clone()));
+                }
+            }
+            res.into_iter()
+                .map(|(i, r)| {
+                    (
+                        i,
+                        r.unwrap_or_else(|| Err(Error::Config("no result".into()))),
+                    )
+                })
+                .collect()
+        })
+    }
+
+    /// Set many items: pipelined per server, servers in parallel. Results in input order.
+    pub fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<StoreOutcome>> {
+        let mut out: Vec<Option<Result<StoreOutcome>>> = (0..items.len()).map(|_| None).collect();
+        for (i, (_, v)) in items.iter().enumerate() {
+            if let Err(e) = self.check_value(v.as_ref()) {
+                out[i] = Some(Err(e));
+            }
+        }
+        let (routed, mut groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out);
+        for (_, idx) in &mut groups {
+            idx.retain(|&i| out[i].is_none());
+        }
+        groups.retain(|(_, idx)| !idx.is_empty());
+        let results = self.write_multi(
+            &routed,
+            groups,
+            |i, key| Request::Store {
+                cmd: StoreCommand::Set,
+                key,
+                flags,
+                exptime,
+                value: items[i].1.as_ref(),
+                noreply: false,
+            },
+            |reply, conn| check_store(reply, conn, "set"),
+        );
+        for (i, r) in results {
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
+            .collect()
+    }
+
+    /// Delete many keys: pipelined per server, servers in parallel. Results in input order.
+    pub fn delete_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>> {
+        let mut out: Vec<Option<Result<DeleteOutcome>>> = (0..keys.len()).map(|_| None).collect();
+        let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let results = self.write_multi(
+            &routed,
+            groups,
+            |_, key| Request::Delete {
+                key,
+                noreply: false,
+            },
+            |reply, conn| match reply {
+                Reply::Deleted => Ok(DeleteOutcome::Deleted),
+                Reply::NotFound => Ok(DeleteOutcome::NotFound),
+                other => Err(reply_error(other, conn, "delete")),
+            },
+        );
+        for (i, r) in results {
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
+            .collect()
+    }
+
+    /// Set many items with `noreply`, then one `version` per server to learn that the server
+    /// has read them all. memcached still answers errors to noreply commands; a server that
+    /// sent any gives an error for each of its keys (which key failed is not knowable).
+    pub fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<()>> {
+        let mut out: Vec<Option<Result<()>>> = (0..items.len()).map(|_| None).collect();
+        for (i, (_, v)) in items.iter().enumerate() {
+            if let Err(e) = self.check_value(v.as_ref()) {
+                out[i] = Some(Err(e));
+            }
+        }
+        let (routed, mut groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out);
+        for (_, idx) in &mut groups {
+            idx.retain(|&i| out[i].is_none());
+        }
+        groups.retain(|(_, idx)| !idx.is_empty());
+        let results = self.fan_out(groups, |server, idx| {
+            let run = || -> Result<()> {
+                let mut conn = self.conn(server)?;
+                let mut errors = Vec::new();
+                for batch in idx.chunks(WRITE_BATCH) {
+                    let reqs = batch.iter().map(|&i| Request::Store {
+                        cmd: StoreCommand::Set,
+                        key: routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]),
+                        flags,
+                        exptime,
+                        value: items[i].1.as_ref(),
+                        noreply: true,
+                    });
+                    conn.send_requests(reqs.chain([Request::Version]))?;
+                    loop {
+                        match conn.read_reply()? {
+                            Reply::Version(_) => break,
+                            Reply::Error => errors.push("ERROR".to_string()),
+                            Reply::ClientError(m) => errors.push(format!("CLIENT_ERROR {m}")),
+                            Reply::ServerError(m) => errors.push(format!("SERVER_ERROR {m}")),
+                            other => return Err(conn.unexpected(&other, "noreply set")),
+                        }
+                    }
+                }
+                if errors.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Error::Server {
+                        server: conn.server().to_string(),
+                        message: format!(
+                            "{} of {} noreply sets failed, first: {}",
+                            errors.len(),
+                            idx.len(),
+                            errors[0]
+                        ),
+                    })
+                }
+            };
+            let r = run();
+            idx.iter().map(|&i| (i, r.clone())).collect()
+        });
+        for (i, r) in results {
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
+            .collect()
+    }
+
+    /// Run one request on every server, in parallel; results in server order.
+    fn on_all<T: Send>(
+        &self,
+        f: impl Fn(&mut Conn) -> Result<T> + Sync,
+    ) -> Vec<(Server, Result<T>)> {
+        let groups = (0..self.inner.pools.len()).map(|s| (s, vec![s])).collect();
+        let mut res = self.fan_out(groups, |server, _| {
+            let r = self.conn(server).and_then(|mut c| f(&mut c));
+            vec![(server, r)]
+        });
+        res.sort_by_key(|(s, _)| *s);
+        res.into_iter()
+            .map(|(s, r)| (self.inner.ring.servers()[s].clone(), r))
+            .collect()
+    }
+
+    /// `version` of every server.
+    pub fn version(&self) -> Vec<(Server, Result<String>)> {
+        self.on_all(|c| {
+            c.send_requests([Request::Version])?;
+            match c.read_reply()? {
+                Reply::Version(v) => Ok(v),
+                other => Err(reply_error(other, c, "version")),
+            }
+        })
+    }
+
+    /// `flush_all [delay]` on every server.
+    pub fn flush_all(&self, delay: Option<u32>) -> Vec<(Server, Result<()>)> {
+        self.on_all(|c| {
+            c.send_requests([Request::FlushAll {
+                delay,
+                noreply: false,
+            }])?;
+            match c.read_reply()? {
+                Reply::Ok => Ok(()),
+                other => Err(reply_error(other, c, "flush_all")),
+            }
+        })
+    }
+
+    /// `verbosity level` on every server.
+    pub fn verbosity(&self, level: u32) -> Vec<(Server, Result<()>)> {
+        self.on_all(|c| {
+            c.send_requests([Request::Verbosity {
+                level,
+                noreply: false,
+            }])?;
+            match c.read_reply()? {
+                Reply::Ok => Ok(()),
+                other => Err(reply_error(other, c, "verbosity")),
+            }
+        })
+    }
+
+    /// `stats [group]` of every server, as `(name, value)` pairs.
+    pub fn stats(&self, group: Option<&str>) -> Vec<(Server, Result<Stats>)> {
+        if let Some(g) = group.filter(|g| g.is_empty() || g.bytes().any(|b| b <= b' ' || b == 0x7f))
+        {
+            let e = Error::Config(format!("stats group {g:?} must be one word"));
+            return self
+                .inner
+                .ring
+                .servers()
+                .iter()
+                .map(|s| (s.clone(), Err(e.clone())))
+                .collect();
+        }
+        self.on_all(|c| {
+            c.send_requests([Request::Stats { group }])?;
+            let mut v = Vec::new();
+            loop {
+                match c.read_reply()? {
+                    Reply::Stat(k, val) => v.push((k, val)),
+                    Reply::End => return Ok(v),
+                    other => return Err(reply_error(other, c, "stats")),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,364 @@
+//! One connection to one server: socket, read buffer, timeouts, and the broken flag.
+//!
+//! Any error or timeout in the middle of an exchange leaves the stream out of step with the
+//! requests (a late reply would be read by the next caller), so the connection marks itself
+//! broken and the pool never hands it out again.
+
+use crate::error::{Error, Result};
+use crate::proto::{Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+/// Socket settings applied to every connection and every operation.
+#[derive(Clone, Debug)]
+pub struct ConnOptions {
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Longest wait for one whole reply.
+    pub read_timeout: Duration,
+    /// Longest wait to write one request.
+    pub write_timeout: Duration,
+    /// Largest value accepted in a reply (and sent in a request).
+    pub max_value_size: usize,
+}
+
+impl Default for ConnOptions {
+    fn default() -> Self {
+        ConnOptions {
+            connect_timeout: Duration::from_millis(500),
+            read_timeout: Duration::from_millis(1000),
+            write_timeout: Duration::from_millis(1000),
+            max_value_size: 1024 * 1024,
+        }
+    }
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_read_timeout(&self, d: Duration) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(Some(d)),
+            Stream::Unix(s) => s.set_read_timeout(Some(d)),
+        }
+    }
+    fn set_write_timeout(&self, d: Duration) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(Some(d)),
+            Stream::Unix(s) => s.set_write_timeout(Some(d)),
+        }
+    }
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(buf),
+            Stream::Unix(s) => s.write_all(buf),
+        }
+    }
+}
+
+/// A connection to one memcached server.
+pub struct Conn {
+    stream: Stream,
+    server: String,
+    opts: ConnOptions,
+    buf: Vec<u8>,
+    start: usize,
+    wbuf: Vec<u8>,
+    broken: bool,
+    read_timeout_set: Duration,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("server", &self.server)
+            .field("broken", &self.broken)
+            .finish()
+    }
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+
+impl Conn {
+    /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`.
+    pub fn connect(host: &str, port: u16, server: &str, opts: &ConnOptions) -> Result<Conn> {
+        let millis = opts.connect_timeout.as_millis();
+        let stream = if host.starts_with('/') {
+            // A unix socket connect does not block on the network; no timeout applies.
+            Stream::Unix(
+                UnixStream::connect(host).map_err(|e| Error::io(server, &e, "connect", millis))?,
+            )
+        } else {
+            let addrs = (host, port)
+                .to_socket_addrs()
+                .map_err(|e| Error::io(server, &e, "resolve", millis))?;
+            let mut last = None;
+            let mut found = None;
+            for a in addrs {
+                match TcpStream::connect_timeout(&a, opts.connect_timeout) {
+                    Ok(s) => {
+                        found = Some(s);
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            let s = match (found, last) {
+                (Some(s), _) => s,
+                (None, Some(e)) => return Err(Error::io(server, &e, "connect", millis)),
+                (None, None) => {
+                    return Err(Error::Io {
+                        server: server.to_string(),
+                        kind: io::ErrorKind::NotFound,
+                        message: format!("{host} resolved to no address"),
+                    });
+                }
+            };
+            // Requests are small and latency matters more than packet count.
+            s.set_nodelay(true)
+                .map_err(|e| Error::io(server, &e, "connect", millis))?;
+            Stream::Tcp(s)
+        };
+        stream
+            .set_read_timeout(opts.read_timeout)
+            .and_then(|_| stream.set_write_timeout(opts.write_timeout))
+            .map_err(|e| Error::io(server, &e, "connect", millis))?;
+        Ok(Conn {
+            stream,
+            server: server.to_string(),
+            opts: opts.clone(),
+            buf: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            wbuf: Vec::with_capacity(256),
+            broken: false,
+            read_timeout_set: opts.read_timeout,
+        })
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// True once any exchange on this connection failed midway.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// The options this connection was made with.
+    pub fn options(&self) -> &ConnOptions {
+        &self.opts
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        self.broken = true;
+        match e {
+            Error::Protocol { server, detail } if server.is_empty() => Error::Protocol {
+                server: self.server.clone(),
+                detail,
+            },
+            e => e,
+        }
+    }
+
+    /// Write a whole request (one or more commands).
+    pub fn send(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.broken {
+            return Err(Error::protocol(&self.server, "connection is broken"));
+        }
+        if self.start != self.buf.len() {
+            // Bytes nobody asked for: the stream is out of step.
+            let e = Error::protocol(&self.server, "unsolicited bytes before the request");
+            return Err(self.fail(e));
+        }
+        self.buf.clear();
+        self.start = 0;
+        let millis = self.opts.write_timeout.as_millis();
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| Error::io(&self.server, &e, "write", millis))
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Encode requests into the connection's own buffer and send them in one write.
+    pub fn send_requests<'r>(&mut self, reqs: impl IntoIterator<Item = Request<'r>>) -> Result<()> {
+        let mut w = std::mem::take(&mut self.wbuf);
+        w.clear();
+        for r in reqs {
+            r.encode(&mut w);
+        }
+        let res = self.send(&w);
+        // Keep a modest buffer for the next request; drop a huge one.
+        if w.capacity() <= 64 * 1024 {
+            self.wbuf = w;
+        }
+        res
+    }
+
+    /// Read more bytes, within the reply's deadline.
+    fn fill(&mut self, deadline: Instant) -> Result<()> {
+        let now = Instant::now();
+        let millis = self.opts.read_timeout.as_millis();
+        if now >= deadline {
+            let e = Error::Timeout {
+                server: self.server.clone(),
+                op: "read",
+                millis,
+            };
+            return Err(self.fail(e));
+        }
+        let left = deadline - now;
+        // Only touch the socket option when the remaining time is shorter than what is set;
+        // the first read of a reply normally needs no syscall.
+        if left < self.read_timeout_set {
+            let left = left.max(Duration::from_millis(1));
+            self.stream
+                .set_read_timeout(left)
+                .map_err(|e| Error::io(&self.server, &e, "read", millis))
+                .map_err(|e| self.fail(e))?;
+            self.read_timeout_set = left;
+        }
+        // Drop consumed bytes so a long multi-get does not grow the buffer without bound.
+        if self.start > 0 && (self.start == self.buf.len() || self.start >= 4 * READ_CHUNK) {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + READ_CHUNK, 0);
+        let r = self.stream.read(&mut self.buf[len..]);
+        match r {
+            Ok(0) => {
+                self.buf.truncate(len);
+                let e = Error::Io {
+                    server: self.server.clone(),
+                    kind: io::ErrorKind::UnexpectedEof,
+                    message: "server closed the connection".into(),
+                };
+                Err(self.fail(e))
+            }
+            Ok(n) => {
+                self.buf.truncate(len + n);
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                self.buf.truncate(len);
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.truncate(len);
+                let e = Error::io(&self.server, &e, "read", millis);
+                Err(self.fail(e))
+            }
+        }
+    }
+
+    fn reset_read_timeout(&mut self) {
+        if self.read_timeout_set != self.opts.read_timeout {
+            if self
+                .stream
+                .set_read_timeout(self.opts.read_timeout)
+                .is_err()
+            {
+                self.broken = true;
+            }
+            self.read_timeout_set = self.opts.read_timeout;
+        }
+    }
+
+    /// Read one one-line reply (or one `stats` line).
+    pub fn read_reply(&mut self) -> Result<Reply> {
+        let deadline = Instant::now() + self.opts.read_timeout;
+        let r = loop {
+            match parse_reply(&self.buf[self.start..]) {
+                Ok(Parsed::Done(r, used)) => {
+                    self.start += used;
+                    break Ok(r);
+                }
+                Ok(Parsed::Incomplete) => {
+                    if let Err(e) = self.fill(deadline) {
+                        break Err(e);
+                    }
+                }
+                Err(e) => {
+                    let e = Error::from(e);
+                    break Err(self.fail(e));
+                }
+            }
+        };
+        self.reset_read_timeout();
+        r
+    }
+
+    /// Read a retrieval reply up to its `END`, calling `item(key, flags, data, cas)` for each
+    /// value. An error line from the server comes back as `Ok(Some(reply))`.
+    pub fn read_values(
+        &mut self,
+        mut item: impl FnMut(&[u8], u32, &[u8], Option<u64>) -> Result<()>,
+    ) -> Result<Option<Reply>> {
+        let deadline = Instant::now() + self.opts.read_timeout;
+        let max = self.opts.max_value_size;
+        let r = loop {
+            let parsed = parse_retrieval(&self.buf[self.start..], max);
+            match parsed {
+                Ok(Parsed::Done(
+                    RetrievalItem::Value {
+                        key,
+                        flags,
+                        data,
+                        cas,
+                    },
+                    used,
+                )) => {
+                    let base = self.start;
+                    let (k, d) = (
+                        &self.buf[base + key.start..base + key.end],
+                        &self.buf[base + data.start..base + data.end],
+                    );
+                    if let Err(e) = item(k, flags, d, cas) {
+                        break Err(self.fail(e));
+                    }
+                    self.start += used;
+                }
+                Ok(Parsed::Done(RetrievalItem::End, used)) => {
+                    self.start += used;
+                    break Ok(None);
+                }
+                Ok(Parsed::Done(RetrievalItem::Failed(reply), used)) => {
+                    self.start += used;
+                    break Ok(Some(reply));
+                }
+                Ok(Parsed::Incomplete) => {
+                    if let Err(e) = self.fill(deadline) {
+                        break Err(e);
+                    }
+                }
+                Err(e) => {
+                    let e = Error::from(e);
+                    break Err(self.fail(e));
+                }
+            }
+        };
+        self.reset_read_timeout();
+        r
+    }
+
+    /// A reply that does not fit the request: the stream can no longer be trusted.
+    pub fn unexpected(&mut self, reply: &Reply, request: &str) -> Error {
+        let e = Error::protocol(
+            &self.server,
+            format!("unexpected reply {reply:?} to {request}"),
+        );
+        self.fail(e)
+    }
+}

@@ -1,0 +1,336 @@
+//! Incremental reply parser: a pure function over the bytes received so far.
+//!
+//! Every function answers `Ok(Parsed::Incomplete)` when more bytes are needed,
+//! `Ok(Parsed::Done(value, consumed))` for a whole reply, and `Err` for bytes no memcached
+//! sends. Lengths a server claims are checked against limits *before* anything waits for or
+//! allocates them.
+
+use std::ops::Range;
+
+/// The longest reply line accepted (a `VALUE` header is under 320 bytes).
+pub const MAX_LINE: usize = 8192;
+
+/// Result of parsing a buffer that may hold only part of a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed<T> {
+    /// Not enough bytes yet.
+    Incomplete,
+    /// A whole reply and the number of bytes it took.
+    Done(T, usize),
+}
+
+/// Bytes that are not a memcached reply. The connection that read them must be dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// No line end within [`MAX_LINE`] bytes.
+    #[error("reply line longer than {MAX_LINE} bytes without CRLF")]
+    LineTooLong,
+    /// A line that is not a reply we know.
+    #[error("unexpected reply line {0:?}")]
+    Unexpected(String),
+    /// A `VALUE` header that does not parse.
+    #[error("malformed VALUE header {0:?}")]
+    BadValueHeader(String),
+    /// A value larger than the configured limit.
+    #[error("server announced a {announced}-byte value; the limit is {limit} bytes")]
+    ValueTooLarge {
+        /// What the server claimed.
+        announced: u64,
+        /// The client's limit.
+        limit: usize,
+    },
+    /// The data block was not followed by CRLF.
+    #[error("value data not terminated by CRLF")]
+    BadTerminator,
+}
+
+/// A one-line reply (or one line of a `stats` reply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reply {
+    /// `STORED`
+    Stored,
+    /// `NOT_STORED`
+    NotStored,
+    /// `EXISTS`
+    Exists,
+    /// `NOT_FOUND`
+    NotFound,
+    /// `DELETED`
+    Deleted,
+    /// `TOUCHED`
+    Touched,
+    /// `OK`
+    Ok,
+    /// `END` (end of `stats` or of a retrieval)
+    End,
+    /// The value after `incr`/`decr`.
+    Number(u64),
+    /// `VERSION x`
+    Version(String),
+    /// `STAT name value`
+    Stat(String, String),
+    /// `ERROR`: the server did not know the command.
+    Error,
+    /// `CLIENT_ERROR msg`: the server refused the request.
+    ClientError(String),
+    /// `SERVER_ERROR msg`: the server failed (out of memory, object too large, ...).
+    ServerError(String),
+}
+
+/// One item of a `get`/`gets`/`gat`/`gats` reply; ranges index the buffer given to the parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetrievalItem {
+    /// `VALUE key flags bytes [cas]` and its data.
+    Value {
+        /// The key's bytes.
+        key: Range<usize>,
+        /// Client flags.
+        flags: u32,
+        /// The data's bytes.
+        data: Range<usize>,
+        /// CAS unique (`gets`/`gats`).
+        cas: Option<u64>,
+    },
+    /// `END`: no more items.
+    End,
+    /// An error line instead of items.
+    Failed(Reply),
+}
+
+/// The first line in `buf` without its CRLF, and the bytes it took with the CRLF.
+fn line(buf: &[u8]) -> Result<Parsed<&[u8]>, ParseError> {
+    let scan = &buf[..buf.len().min(MAX_LINE + 2)];
+    match scan.windows(2).position(|w| w == b"\r\n") {
+        Some(i) => Ok(Parsed::Done(&buf[..i], i + 2)),
+        None if buf.len() >= MAX_LINE + 2 => Err(ParseError::LineTooLong),
+        None => Ok(Parsed::Incomplete),
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn error_reply(l: &[u8]) -> Option<Reply> {
+    if l == b"ERROR" {
+        return Some(Reply::Error);
+    }
+    if let Some(m) = l.strip_prefix(b"CLIENT_ERROR") {
+        return Some(Reply::ClientError(text(m.trim_ascii())));
+    }
+    if let Some(m) = l.strip_prefix(b"SERVER_ERROR") {
+        return Some(Reply::ServerError(text(m.trim_ascii())));
+    }
+    None
+}
+
+fn number<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Parse one reply line (storage, delete, arithmetic, touch, flush, version, verbosity, and
+/// each line of `stats`).
+///
+/// ```
+/// use memshard::proto::{parse_reply, Parsed, Reply};
+/// assert_eq!(parse_reply(b"STORED\r\n").unwrap(), Parsed::Done(Reply::Stored, 8));
+/// assert_eq!(parse_reply(b"STOR").unwrap(), Parsed::Incomplete);
+/// assert_eq!(parse_reply(b"1001\r\n").unwrap(), Parsed::Done(Reply::Number(1001), 6));
+/// assert!(parse_reply(b"HELLO\r\n").is_err());
+/// ```
+pub fn parse_reply(buf: &[u8]) -> Result<Parsed<Reply>, ParseError> {
+    let (l, used) = match line(buf)? {
+        Parsed::Incomplete => return Ok(Parsed::Incomplete),
+        Parsed::Done(l, used) => (l, used),
+    };
+    let r = match l {
+        b"STORED" => Reply::Stored,
+        b"NOT_STORED" => Reply::NotStored,
+        b"EXISTS" => Reply::Exists,
+        b"NOT_FOUND" => Reply::NotFound,
+        b"DELETED" => Reply::Deleted,
+        b"TOUCHED" => Reply::Touched,
+        b"OK" => Reply::Ok,
+        b"END" => Reply::End,
+        _ => {
+            if let Some(e) = error_reply(l) {
+                e
+            } else if let Some(v) = l.strip_prefix(b"VERSION ") {
+                Reply::Version(text(v))
+            } else if let Some(s) = l.strip_prefix(b"STAT ") {
+                let mut parts = s.splitn(2, |&b| b == b' ');
+                let name = parts.next().unwrap_or_default();
+                let value = parts.next().unwrap_or_default();
+                Reply::Stat(text(name), text(value))
+            } else if let Some(n) = number::<u64>(l.trim_ascii_end()) {
+                // memcached pads incr/decr results with spaces in some versions
+                Reply::Number(n)
+            } else {
+                return Err(ParseError::Unexpected(text(l)));
+            }
+        }
+    };
+    Ok(Parsed::Done(r, used))
+}
+
+/// Parse the next item of a retrieval reply. `max_value` bounds the data length a server may
+/// announce; larger announcements are an error before any byte of the data is awaited.
+///
+/// ```
+/// use memshard::proto::{parse_retrieval, Parsed, RetrievalItem};
+/// let buf = b"VALUE k 3 2\r\nhi\r\nEND\r\n";
+/// let Parsed::Done(RetrievalItem::Value { key, flags, data, cas }, used) =
+///     parse_retrieval(buf, 1 << 20).unwrap() else { panic!() };
+/// assert_eq!((&buf[key], flags, &buf[data], cas, used), (&b"k"[..], 3, &b"hi"[..], None, 17));
+/// assert_eq!(parse_retrieval(&buf[used..], 1 << 20).unwrap(), Parsed::Done(RetrievalItem::End, 5));
+/// // a server claiming a 4 GB value is refused at once
+/// assert!(parse_retrieval(b"VALUE k 0 4294967295\r\n", 1 << 20).is_err());
+/// ```
+pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalItem>, ParseError> {
+    let (l, used) = match line(buf)? {
+        Parsed::Incomplete => return Ok(Parsed::Incomplete),
+        Parsed::Done(l, used) => (l, used),
+    };
+    if l == b"END" {
+        return Ok(Parsed::Done(RetrievalItem::End, used));
+    }
+    if let Some(e) = error_reply(l) {
+        return Ok(Parsed::Done(RetrievalItem::Failed(e), used));
+    }
+    let Some(rest) = l.strip_prefix(b"VALUE ") else {
+        return Err(ParseError::Unexpected(text(l)));
+    };
+    let bad = || ParseError::BadValueHeader(text(l));
+    let fields: Vec<&[u8]> = rest.split(|&b| b == b' ').collect();
+    let (key, flags, len, cas) = match fields.as_slice() {
+        [k, f, n] => (*k, *f, *n, None),
+        [k, f, n, c] => (*k, *f, *n, Some(number::<u64>(c).ok_or_else(bad)?)),
+        _ => return Err(bad()),
+    };
+    if key.is_empty() {
+        return Err(bad());
+    }
+    let flags: u32 = number(flags).ok_or_else(bad)?;
+    let announced: u64 = number(len).ok_or_else(bad)?;
+    if announced > max_value as u64 {
+        return Err(ParseError::ValueTooLarge {
+            announced,
+            limit: max_value,
+        });
+    }
+    let len = announced as usize;
+    let key_start = b"VALUE ".len();
+    let data_start = used;
+    let total = data_start + len + 2;
+    if buf.len() < total {
+        return Ok(Parsed::Incomplete);
+    }
+    if &buf[data_start + len..total] != b"\r\n" {
+        return Err(ParseError::BadTerminator);
+    }
+    Ok(Parsed::Done(
+        RetrievalItem::Value {
+            key: key_start..key_start + key.len(),
+            flags,
+            data: data_start..data_start + len,
+            cas,
+        },
+        total,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_prefix_of_a_reply_is_incomplete() {
+        let buf = b"VALUE key 42 5 99\r\nhello\r\n";
+        for cut in 0..buf.len() {
+            assert_eq!(
+                parse_retrieval(&buf[..cut], 100).unwrap(),
+                Parsed::Incomplete,
+                "cut {cut}"
+            );
+        }
+        let Parsed::Done(
+            RetrievalItem::Value {
+                key,
+                flags,
+                data,
+                cas,
+            },
+            n,
+        ) = parse_retrieval(buf, 100).unwrap()
+        else {
+            panic!("not a value")
+        };
+        assert_eq!(
+            (&buf[key], flags, &buf[data], cas, n),
+            (&b"key"[..], 42, &b"hello"[..], Some(99), buf.len())
+        );
+    }
+
+    #[test]
+    fn hostile_replies_are_errors() {
+        for bad in [
+            &b"VALUE k x 1\r\na\r\n"[..],
+            b"VALUE k 1 -1\r\n",
+            b"VALUE  1 1\r\na\r\n",
+            b"VALUE k 1 1 2 3\r\na\r\n",
+            b"VALUE k 1 1\r\nab\r\n",
+            b"VALUE k 99999999999 1\r\na\r\n",
+            b"GARBAGE\r\n",
+        ] {
+            assert!(
+                parse_retrieval(bad, 100).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert!(matches!(
+            parse_retrieval(b"VALUE k 0 101\r\n", 100),
+            Err(ParseError::ValueTooLarge { .. })
+        ));
+        assert_eq!(
+            parse_reply(&vec![b'a'; MAX_LINE + 2]),
+            Err(ParseError::LineTooLong)
+        );
+        assert!(parse_reply(b"-1\r\n").is_err());
+    }
+
+    #[test]
+    fn one_line_replies() {
+        let cases: &[(&[u8], Reply)] = &[
+            (b"NOT_STORED\r\n", Reply::NotStored),
+            (b"EXISTS\r\n", Reply::Exists),
+            (b"NOT_FOUND\r\n", Reply::NotFound),
+            (b"DELETED\r\n", Reply::Deleted),
+            (b"TOUCHED\r\n", Reply::Touched),
+            (b"OK\r\n", Reply::Ok),
+            (b"ERROR\r\n", Reply::Error),
+            (
+                b"CLIENT_ERROR bad data chunk\r\n",
+                Reply::ClientError("bad data chunk".into()),
+            ),
+            (
+                b"SERVER_ERROR object too large for cache\r\n",
+                Reply::ServerError("object too large for cache".into()),
+            ),
+            (b"VERSION 1.6.18\r\n", Reply::Version("1.6.18".into())),
+            (b"STAT pid 42\r\n", Reply::Stat("pid".into(), "42".into())),
+            (b"18446744073709551615\r\n", Reply::Number(u64::MAX)),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(
+                parse_reply(bytes).unwrap(),
+                Parsed::Done(want.clone(), bytes.len())
+            );
+        }
+    }
+}
