@@ -1,6 +1,8 @@
 //! Shared test helpers: where the vectors live, and running the `memshard` binary.
 #![allow(dead_code)]
 
+pub mod servers;
+
 use std::path::PathBuf;
 
 /// `../shared/published-vectors` next to the checkout (CI always has it). A missing folder is
