@@ -3,10 +3,11 @@
 //! Thin layer over the library: argument parsing (clap) and I/O only.
 
 use clap::{Args, Parser, Subcommand};
-use memshard::{Flavor, HashTag, KeyHash, Ring};
+use memshard::{Client, Flavor, HashTag, KeyHash, Ring, StoreOutcome};
 use std::io::{self, BufRead, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -23,6 +24,61 @@ struct Cli {
 enum Cmd {
     /// Print the server that owns each key: `KEY<TAB>HOST:PORT`, one line per key, in input order.
     Route(RouteArgs),
+    /// Print `KEY<TAB>VALUE` for each key found (like memccat); misses print nothing and are
+    /// counted on standard error.
+    Get(GetArgs),
+    /// Set `KEY VALUE`, or with no KEY every `KEY<TAB>VALUE` line of standard input (batched
+    /// per server, like memccp).
+    Set(SetArgs),
+    /// Delete keys (like memcrm).
+    Delete(DeleteArgs),
+}
+
+/// Connection settings for the commands that talk to servers.
+#[derive(Args)]
+struct NetArgs {
+    /// Connect / read / write timeout in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    timeout_ms: u64,
+}
+
+#[derive(Args)]
+struct GetArgs {
+    #[command(flatten)]
+    ring: RingArgs,
+    #[command(flatten)]
+    net: NetArgs,
+    /// Keys to get; when none are given, keys are read one per line from standard input.
+    keys: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args)]
+struct SetArgs {
+    #[command(flatten)]
+    ring: RingArgs,
+    #[command(flatten)]
+    net: NetArgs,
+    /// Expiry in seconds (0: never).
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    ttl: u32,
+    /// Client flags stored with the values.
+    #[arg(long, default_value_t = 0)]
+    flags: u32,
+    /// The key; without it, `KEY<TAB>VALUE` lines are read from standard input.
+    key: Option<std::ffi::OsString>,
+    /// The value (required with KEY).
+    value: Option<std::ffi::OsString>,
+}
+
+#[derive(Args)]
+struct DeleteArgs {
+    #[command(flatten)]
+    ring: RingArgs,
+    #[command(flatten)]
+    net: NetArgs,
+    /// Keys to delete.
+    #[arg(required = true)]
+    keys: Vec<std::ffi::OsString>,
 }
 
 /// How to build the ring: shared by every command that routes keys.
@@ -77,6 +133,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Route(a) => route(a),
+        Cmd::Get(a) => get(a),
+        Cmd::Set(a) => set(a),
+        Cmd::Delete(a) => delete(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,6 +148,24 @@ fn main() -> ExitCode {
 }
 
 impl RingArgs {
+    fn client(&self, net: &NetArgs) -> Result<Client, Failure> {
+        let ring = self.build()?;
+        let t = Duration::from_millis(net.timeout_ms);
+        let mut b = Client::builder()
+            .servers(ring.servers().iter().cloned())
+            .flavor(ring.flavor())
+            .hash(ring.key_hash())
+            .connect_timeout(t)
+            .read_timeout(t)
+            .write_timeout(t)
+            .checkout_timeout(t)
+            .pool_size(2);
+        if let Some(tag) = ring.hash_tag() {
+            b = b.hash_tag(tag);
+        }
+        b.build().map_err(usage)
+    }
+
     fn build(&self) -> Result<Ring, Failure> {
         let flavor: Flavor = self.flavor.parse().map_err(usage)?;
         let hash: Option<KeyHash> = match &self.hash {
@@ -144,27 +221,178 @@ fn route(a: RouteArgs) -> Result<(), Failure> {
                 "--servers - reads the server list from standard input, so keys must be given as arguments",
             ));
         }
-        let stdin = io::stdin();
-        let mut input = stdin.lock();
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            if input.read_until(b'\n', &mut line)? == 0 {
-                break;
-            }
-            if line.last() == Some(&b'\n') {
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-            }
-            emit(&line, &mut out)?;
-        }
+        for_each_stdin_line(|line| emit(line, &mut out))?;
     } else {
         for k in &a.keys {
             emit(os_bytes(k), &mut out)?;
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// Call `f` with each line of standard input, without its line end (LF or CRLF).
+fn for_each_stdin_line(mut f: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        }
+        f(&line)?;
+    }
+}
+
+/// Keys from the arguments, or from standard input when there are none.
+fn keys_from(
+    args: &[std::ffi::OsString],
+    servers: &std::path::Path,
+) -> Result<Vec<Vec<u8>>, Failure> {
+    if !args.is_empty() {
+        return Ok(args.iter().map(|k| os_bytes(k).to_vec()).collect());
+    }
+    if servers.as_os_str() == "-" {
+        return Err(usage(
+            "--servers - reads the server list from standard input, so keys must be given as arguments",
+        ));
+    }
+    let mut keys = Vec::new();
+    for_each_stdin_line(|l| {
+        keys.push(l.to_vec());
+        Ok(())
+    })?;
+    Ok(keys)
+}
+
+/// Keys per multi-key call from the CLI: bounds memory for huge inputs.
+const CLI_BATCH: usize = 1000;
+
+fn get(a: GetArgs) -> Result<(), Failure> {
+    let client = a.ring.client(&a.net)?;
+    let keys = keys_from(&a.keys, &a.ring.servers)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let (mut hits, mut misses, mut errors) = (0usize, 0usize, 0usize);
+    for batch in keys.chunks(CLI_BATCH) {
+        for (k, r) in batch.iter().zip(client.get_multi(batch)) {
+            match r {
+                Ok(Some(item)) => {
+                    hits += 1;
+                    out.write_all(k)?;
+                    out.write_all(b"\t")?;
+                    out.write_all(&item.value)?;
+                    out.write_all(b"\n")?;
+                }
+                Ok(None) => misses += 1,
+                Err(e) => {
+                    errors += 1;
+                    eprintln!("memshard get: {}: {e}", String::from_utf8_lossy(k));
+                }
+            }
+        }
+    }
+    out.flush()?;
+    eprintln!("memshard get: {hits} hits, {misses} misses, {errors} errors");
+    if errors > 0 {
+        return Err(Failure {
+            code: 1,
+            msg: format!("{errors} keys failed"),
+        });
+    }
+    Ok(())
+}
+
+fn set(a: SetArgs) -> Result<(), Failure> {
+    let items: Vec<(Vec<u8>, Vec<u8>)> = match (&a.key, &a.value) {
+        (Some(k), Some(v)) => vec![(os_bytes(k).to_vec(), os_bytes(v).to_vec())],
+        (Some(_), None) => {
+            return Err(usage(
+                "set KEY needs a VALUE (or give neither and pipe KEY<TAB>VALUE lines)",
+            ));
+        }
+        (None, _) => {
+            if a.ring.servers.as_os_str() == "-" {
+                return Err(usage(
+                    "--servers - reads the server list from standard input; give KEY VALUE as arguments",
+                ));
+            }
+            let mut items = Vec::new();
+            let mut n = 0;
+            let mut bad = None;
+            for_each_stdin_line(|l| {
+                n += 1;
+                if l.is_empty() {
+                    return Ok(());
+                }
+                match l.iter().position(|&b| b == b'\t') {
+                    Some(t) => items.push((l[..t].to_vec(), l[t + 1..].to_vec())),
+                    None => bad = bad.or(Some(n)),
+                }
+                Ok(())
+            })?;
+            if let Some(line) = bad {
+                return Err(usage(format!(
+                    "standard input line {line}: expected KEY<TAB>VALUE"
+                )));
+            }
+            items
+        }
+    };
+    let client = a.ring.client(&a.net)?;
+    let (mut stored, mut failed) = (0usize, 0usize);
+    for batch in items.chunks(CLI_BATCH) {
+        for ((k, _), r) in batch.iter().zip(client.set_multi(batch, a.flags, a.ttl)) {
+            match r {
+                Ok(StoreOutcome::Stored) => stored += 1,
+                Ok(other) => {
+                    failed += 1;
+                    eprintln!("memshard set: {}: {other:?}", String::from_utf8_lossy(k));
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("memshard set: {}: {e}", String::from_utf8_lossy(k));
+                }
+            }
+        }
+    }
+    eprintln!("memshard set: {stored} stored, {failed} failed");
+    if failed > 0 {
+        return Err(Failure {
+            code: 1,
+            msg: format!("{failed} keys were not stored"),
+        });
+    }
+    Ok(())
+}
+
+fn delete(a: DeleteArgs) -> Result<(), Failure> {
+    let client = a.ring.client(&a.net)?;
+    let keys: Vec<&[u8]> = a.keys.iter().map(|k| os_bytes(k)).collect();
+    let (mut deleted, mut missing, mut errors) = (0usize, 0usize, 0usize);
+    for (k, r) in keys.iter().zip(client.delete_multi(&keys)) {
+        match r {
+            Ok(memshard::DeleteOutcome::Deleted) => deleted += 1,
+            Ok(memshard::DeleteOutcome::NotFound) => missing += 1,
+            Err(e) => {
+                errors += 1;
+                eprintln!("memshard delete: {}: {e}", String::from_utf8_lossy(k));
+            }
+        }
+    }
+    eprintln!("memshard delete: {deleted} deleted, {missing} not found, {errors} errors");
+    if errors > 0 {
+        return Err(Failure {
+            code: 1,
+            msg: format!("{errors} keys failed"),
+        });
+    }
     Ok(())
 }
