@@ -1,0 +1,124 @@
+//! Client get / set / get_multi against real local memcached, next to a raw blocking socket
+//! loop doing the same request. The servers are started here (memcached must be installed);
+//! inputs and connections are made outside the timed loops.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use memshard::Client;
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Servers(Vec<Child>);
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn start(ports: &[u16]) -> Servers {
+    let root = std::env::var("USER").map(|u| u == "root").unwrap_or(true);
+    let children = ports
+        .iter()
+        .map(|p| {
+            let mut cmd = Command::new("memcached");
+            if root {
+                cmd.args(["-u", "root"]);
+            }
+            cmd.args([
+                "-U",
+                "0",
+                "-m",
+                "64",
+                "-t",
+                "2",
+                "-l",
+                "127.0.0.1",
+                "-p",
+                &p.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("memcached must be installed to run this benchmark")
+        })
+        .collect();
+    for p in ports {
+        for _ in 0..200 {
+            if TcpStream::connect(("127.0.0.1", *p)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Servers(children)
+}
+
+fn free_ports(n: usize) -> Vec<u16> {
+    let ls: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    ls.iter()
+        .map(|l| l.local_addr().expect("addr").port())
+        .collect()
+}
+
+fn client_benches(c: &mut Criterion) {
+    let ports = free_ports(4);
+    let _servers = start(&ports);
+    let list: String = ports
+        .iter()
+        .zip([3, 1, 2, 1])
+        .map(|(p, w)| format!("127.0.0.1:{p} {w}\n"))
+        .collect();
+    let client = Client::builder()
+        .server_list(&list)
+        .expect("list")
+        .build()
+        .expect("client");
+    let value = vec![b'x'; 100];
+    let keys: Vec<String> = (0..100).map(|i| format!("bench:{i}")).collect();
+    for k in &keys {
+        client.set(k, &value, 0, 0).expect("set");
+    }
+
+    let mut g = c.benchmark_group("client");
+    g.bench_function("get", |b| {
+        b.iter(|| black_box(client.get(black_box("bench:7")).expect("get")))
+    });
+    g.bench_function("set", |b| {
+        b.iter(|| black_box(client.set(black_box("bench:7"), &value, 0, 0).expect("set")))
+    });
+    g.bench_function("get_multi_100_over_4", |b| {
+        b.iter(|| black_box(client.get_multi(black_box(&keys))))
+    });
+
+    // The floor: the same get on one blocking socket, reading until END.
+    let owner = client
+        .ring()
+        .server_for(b"bench:7")
+        .expect("owner")
+        .addr
+        .clone();
+    let mut raw = TcpStream::connect(&owner).expect("raw connect");
+    raw.set_nodelay(true).expect("nodelay");
+    let mut buf = vec![0u8; 4096];
+    g.bench_function("raw_socket_get", |b| {
+        b.iter(|| {
+            raw.write_all(b"get bench:7\r\n").expect("write");
+            let mut n = 0;
+            while !buf[..n].ends_with(b"END\r\n") {
+                n += raw.read(&mut buf[n..]).expect("read");
+            }
+            black_box(n)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, client_benches);
+criterion_main!(benches);
