@@ -3,7 +3,7 @@
 //! libmemcached (libhashkit) and twemproxy (`src/hashkit/`) share most of these. Their C code
 //! reads the key through a `const char *`, which is *signed* on x86-64 Linux, so several hashes
 //! sign-extend bytes ≥ 0x80 before mixing them in (`(uint32_t)key[x]`). We reproduce that
-//! through [`sx`]: a UTF-8 key hashes here exactly as it does in the C peers.
+//! through `sx`: a UTF-8 key hashes here exactly as it does in the C peers.
 
 use md5::{Digest, Md5};
 use std::fmt;

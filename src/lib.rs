@@ -1,16 +1,74 @@
 //! memshard: a memcached client that places every key on exactly the server other clients pick.
+//!
+//! A PHP app on php-memcached, a Python worker on pylibmc, a twemproxy and a Rust service on
+//! memshard can share one set of memcached servers only if they all agree, key by key, on which
+//! server holds what. memshard builds each peer's ketama continuum exactly as the peer does —
+//! point names, the peer's own float/double/integer arithmetic for point counts, digest bytes,
+//! key hash, the order of equal points and the lookup boundary — and proves it against vectors
+//! produced by running the peers themselves (`compat-vectors/` in the repository).
+//!
+//! # Routing
+//!
+//! ```
+//! use memshard::{Flavor, KeyHash, Ring, parse_server_list};
+//!
+//! let servers = parse_server_list("
+//!     10.0.1.1:11211 600
+//!     10.0.1.2:11211 300
+//! ").unwrap();
+//! // php-memcached with OPT_LIBKETAMA_COMPATIBLE, pylibmc with ketama_weighted:
+//! let ring = Ring::new(servers.clone(), Flavor::Libmemcached).unwrap();
+//! let owner = ring.server_for(b"user:42").unwrap();
+//! // twemproxy with `distribution: ketama` and `hash: md5` agrees on this list:
+//! let tw = Ring::with_options(servers, Flavor::Twemproxy, Some(KeyHash::Md5), None).unwrap();
+//! assert_eq!(tw.server_for(b"user:42").unwrap(), owner);
+//! ```
+//!
+//! # Talking to servers
+//!
+//! ```no_run
+//! use memshard::{Client, StoreOutcome};
+//! let client = Client::builder().server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?.build()?;
+//! assert_eq!(client.set("k", "v", 0, 300)?, StoreOutcome::Stored);
+//! let values = client.get_multi(&["k", "other"]); // one request per server, in parallel
+//! assert_eq!(values[0].as_ref().unwrap().as_ref().unwrap().value, b"v");
+//! # Ok::<(), memshard::Error>(())
+//! ```
+//!
+//! # Flavours
+//!
+//! | [`Flavor`] | peer |
+//! |---|---|
+//! | `Libmemcached` | libmemcached `KETAMA_WEIGHTED`, php-memcached `OPT_LIBKETAMA_COMPATIBLE`, pylibmc `ketama_weighted` |
+//! | `LibmemcachedUnweighted` | libmemcached `KETAMA` alone, pylibmc `{"ketama": True}` |
+//! | `LibmemcachedSpy` | libmemcached `CONSISTENT_KETAMA_SPY` |
+//! | `Twemproxy` | nutcracker `distribution: ketama` |
+//! | `Libketama` | last.fm libketama, PyPI `ketama` |
+//! | `Spymemcached`, `SpymemcachedWeighted` | spymemcached `KetamaNodeLocator` |
+//! | `Uhashring` | Python uhashring `hash_fn="ketama"` |
+//! | `NodeHashring` | npm `hashring` |
+//! | `Dalli` | Ruby dalli |
+//! | `HashRing` | Python `hash_ring` |
+//! | `GoKetama` | Go `dgryski/go-ketama` |
+//!
+//! # Layers
+//!
+//! [`ring`] (flavour → continuum → server index) → [`client`] (group by server) → [`pool`]
+//! (r2d2, one per server) → [`conn`] (socket, buffer, timeouts) → [`proto`] (pure functions
+//! over bytes). Keys are validated before anything is sent; a connection that saw an error
+//! mid-exchange is never reused.
+
+pub mod client;
+pub mod conn;
+pub mod error;
 pub mod hash;
+pub mod pool;
 pub mod proto;
 pub mod ring;
 pub mod servers;
 
+pub use client::{Builder, Client, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+pub use error::{Error, Result};
 pub use hash::{KeyHash, UnknownHash};
 pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};
 pub use servers::{Server, ServerListError, parse_server_list};
-pub mod client;
-pub mod conn;
-pub mod error;
-pub mod pool;
-
-pub use client::{Builder, Client, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
-pub use error::{Error, Result};

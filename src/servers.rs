@@ -122,7 +122,7 @@ impl std::str::FromStr for Server {
 ///
 /// ```
 /// let servers = memshard::parse_server_list("
-///     # two caches
+///     ## two caches
 ///     10.0.1.1:11211 600
 ///     10.0.1.2:11212\t300
 ///     - 10.0.1.3:11213:1 cache-c
