@@ -4,13 +4,16 @@
 use crate::KeyHash;
 use crate::conn::{Conn, ConnOptions};
 use crate::error::{Error, Result};
+use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::pool::Manager;
 use crate::proto::{self, Reply, Request, StoreCommand};
 use crate::ring::{Flavor, HashTag, Ring};
 use crate::servers::{Server, parse_server_list};
+use arc_swap::ArcSwap;
 use std::borrow::Cow;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// Keys per `get` command in a multi-get (memcached accepts long lines, proxies may not).
 const GET_BATCH: usize = 100;
@@ -94,6 +97,7 @@ pub struct Builder {
     conn: ConnOptions,
     prefix: Vec<u8>,
     hash_with_prefix: bool,
+    policy: FailurePolicy,
 }
 
 impl Default for Builder {
@@ -110,6 +114,7 @@ impl Default for Builder {
             conn: ConnOptions::default(),
             prefix: Vec::new(),
             hash_with_prefix: false,
+            policy: FailurePolicy::default(),
         }
     }
 }
@@ -208,6 +213,13 @@ impl Builder {
         self
     }
 
+    /// Failure handling: failure limit, retry timeout, auto-eject. Default:
+    /// [`FailurePolicy::default`] (2 failures, 2 s, no ejection).
+    pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Build the ring and one pool per server. No connection is opened yet (unless
     /// `min_idle` asks for some), so a server that is down does not stop the build.
     pub fn build(self) -> Result<Client> {
@@ -237,24 +249,166 @@ impl Builder {
                 .build_unchecked(m);
             pools.push(pool);
         }
+        let n = ring.servers().len();
+        let routing = Routing {
+            ring: ring.clone(),
+            to_server: (0..n).collect(),
+        };
         Ok(Client {
             inner: Arc::new(Inner {
                 ring,
+                routing: ArcSwap::from_pointee(routing),
+                rebuild: Mutex::new(()),
+                health: (0..n).map(|_| Health::default()).collect(),
+                probing: (0..n).map(|_| AtomicBool::new(false)).collect(),
+                policy: self.policy,
+                epoch: Instant::now(),
+                conn_opts: self.conn,
                 pools,
                 prefix: self.prefix,
                 hash_with_prefix: self.hash_with_prefix,
-                max_value: self.conn.max_value_size,
             }),
         })
     }
 }
 
-struct Inner {
+/// The ring in force and, for each of its servers, the index in the configured list.
+struct Routing {
     ring: Ring,
+    to_server: Vec<usize>,
+}
+
+struct Inner {
+    /// The ring over every configured server.
+    ring: Ring,
+    /// The ring requests use: `ring`, or with auto-eject the ring over the live servers.
+    routing: ArcSwap<Routing>,
+    rebuild: Mutex<()>,
+    health: Vec<Health>,
+    probing: Vec<AtomicBool>,
+    policy: FailurePolicy,
+    epoch: Instant,
+    conn_opts: ConnOptions,
     pools: Vec<r2d2::Pool<Manager>>,
     prefix: Vec<u8>,
     hash_with_prefix: bool,
-    max_value: usize,
+}
+
+impl Inner {
+    fn addr(&self, server: usize) -> &str {
+        &self.ring.servers()[server].addr
+    }
+
+    /// Count the outcome of talking to `server`. Errors about the request itself say nothing
+    /// about the server; an error reply means it is alive.
+    fn observe(self: &Arc<Self>, server: usize, err: Option<&Error>) {
+        let t = match err {
+            None | Some(Error::Server { .. }) => self.health[server].success(),
+            Some(e) if e.is_server_failure() => {
+                self.health[server].failure(&self.policy, self.epoch, Instant::now())
+            }
+            Some(_) => Transition::None,
+        };
+        match t {
+            Transition::WentDown => {
+                self.rebuild_routing();
+                self.spawn_prober(server);
+            }
+            Transition::CameBack => self.rebuild_routing(),
+            Transition::None => {}
+        }
+    }
+
+    /// With auto-eject, swap in the ring over the servers that are not down, built exactly as
+    /// the flavour builds it for that list (live count and total weight change point counts).
+    fn rebuild_routing(&self) {
+        if !self.policy.auto_eject {
+            return;
+        }
+        let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let all = self.ring.servers();
+        let live: Vec<usize> = (0..all.len())
+            .filter(|&i| !self.health[i].is_down())
+            .collect();
+        let routing = if live.is_empty() || live.len() == all.len() {
+            // Nobody (or everybody) is live: keep the full ring; down servers fail fast.
+            Routing {
+                ring: self.ring.clone(),
+                to_server: (0..all.len()).collect(),
+            }
+        } else {
+            let servers = live.iter().map(|&i| all[i].clone()).collect();
+            match Ring::with_options(
+                servers,
+                self.ring.flavor(),
+                Some(self.ring.key_hash()),
+                self.ring.hash_tag(),
+            ) {
+                Ok(ring) => Routing {
+                    ring,
+                    to_server: live,
+                },
+                // Cannot happen for a subset of a list that built; keep the current ring.
+                Err(_) => return,
+            }
+        };
+        self.routing.store(Arc::new(routing));
+    }
+
+    /// Probe a down server in the background each time its retry timeout passes, until it
+    /// answers `version`; then it is up again (and rejoins the ring with auto-eject).
+    fn spawn_prober(self: &Arc<Self>, server: usize) {
+        if self.probing[server].swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak: Weak<Inner> = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("memshard-probe-{server}"))
+            .spawn(move || prober(weak, server));
+        if spawned.is_err() {
+            self.probing[server].store(false, Ordering::Release);
+        }
+    }
+}
+
+fn prober(weak: Weak<Inner>, server: usize) {
+    loop {
+        // Hold the client only while working, so dropping it ends this thread.
+        let Some(inner) = weak.upgrade() else { return };
+        match inner.health[server].availability(inner.epoch, Instant::now()) {
+            Availability::Up => {
+                inner.probing[server].store(false, Ordering::Release);
+                return;
+            }
+            Availability::Down(wait) => {
+                drop(inner);
+                std::thread::sleep(wait.min(Duration::from_millis(100)));
+            }
+            Availability::Probe => {
+                let s = &inner.ring.servers()[server];
+                let answered =
+                    Conn::connect(&s.host, s.port, &s.addr, &inner.conn_opts).and_then(|mut c| {
+                        c.send_requests([Request::Version])?;
+                        match c.read_reply()? {
+                            Reply::Version(_) => Ok(()),
+                            other => Err(c.unexpected(&other, "version")),
+                        }
+                    });
+                match answered {
+                    Ok(()) => {
+                        if inner.health[server].success() == Transition::CameBack {
+                            inner.rebuild_routing();
+                        }
+                        inner.probing[server].store(false, Ordering::Release);
+                        return;
+                    }
+                    Err(_) => {
+                        inner.health[server].failure(&inner.policy, inner.epoch, Instant::now());
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A pooled memcached client over a ketama ring. Cheap to clone (an `Arc`), `Send + Sync`.
@@ -319,9 +473,23 @@ impl Client {
         Builder::default()
     }
 
-    /// The ring this client routes with.
+    /// The ring over every configured server (placement when all servers are up).
     pub fn ring(&self) -> &Ring {
         &self.inner.ring
+    }
+
+    /// The ring in force now: with auto-eject and a server down, the ring over the live servers.
+    pub fn current_ring(&self) -> Ring {
+        self.inner.routing.load().ring.clone()
+    }
+
+    /// Servers currently marked down.
+    pub fn down_servers(&self) -> Vec<Server> {
+        let inner = &self.inner;
+        (0..inner.health.len())
+            .filter(|&i| inner.health[i].is_down())
+            .map(|i| inner.ring.servers()[i].clone())
+            .collect()
     }
 
     fn route<'k>(&self, key: &'k [u8]) -> Result<Routed<'k>> {
@@ -336,28 +504,64 @@ impl Client {
         };
         proto::validate_key(&wire).map_err(|e| Error::invalid_key(key, e))?;
         let hashed: &[u8] = if inner.hash_with_prefix { &wire } else { key };
-        let server = inner
+        let routing = inner.routing.load();
+        let i = routing
             .ring
             .route(hashed)
             .ok_or(Error::Config("the ring has no points".into()))?;
-        Ok(Routed { wire, server })
+        Ok(Routed {
+            wire,
+            server: routing.to_server[i],
+        })
     }
 
     fn check_value(&self, value: &[u8]) -> Result<()> {
-        if value.len() > self.inner.max_value {
+        let limit = self.inner.conn_opts.max_value_size;
+        if value.len() > limit {
             return Err(Error::ValueTooLarge {
                 len: value.len(),
-                limit: self.inner.max_value,
+                limit,
             });
         }
         Ok(())
     }
 
+    /// A connection to `server`, unless it is marked down.
     fn conn(&self, server: usize) -> Result<r2d2::PooledConnection<Manager>> {
-        self.inner.pools[server].get().map_err(|e| Error::Pool {
-            server: self.inner.ring.servers()[server].addr.clone(),
-            message: e.to_string(),
+        let inner = &self.inner;
+        match inner.health[server].availability(inner.epoch, Instant::now()) {
+            Availability::Up => {}
+            Availability::Down(wait) => {
+                return Err(Error::ServerDown {
+                    server: inner.addr(server).to_string(),
+                    retry_in_ms: wait.as_millis(),
+                });
+            }
+            Availability::Probe => {
+                return Err(Error::ServerDown {
+                    server: inner.addr(server).to_string(),
+                    retry_in_ms: 0,
+                });
+            }
+        }
+        inner.pools[server].get().map_err(|e| {
+            let message = e.to_string();
+            // r2d2 reports the last connect error after the timeout; without one, every
+            // connection was simply busy.
+            let exhausted = !message.contains(": ");
+            Error::Pool {
+                server: inner.addr(server).to_string(),
+                message,
+                exhausted,
+            }
         })
+    }
+
+    /// Run `f` on a connection to `server` and count the outcome for its health.
+    fn on_server<T>(&self, server: usize, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let r = self.conn(server).and_then(|mut c| f(&mut c));
+        self.inner.observe(server, r.as_ref().err());
+        r
     }
 
     /// Read a retrieval reply for `keys` (in request order), matching each `VALUE` to the next
@@ -397,20 +601,21 @@ impl Client {
 
     fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
         let r = self.route(key)?;
-        let mut conn = self.conn(r.server)?;
-        let keys = [&r.wire[..]];
-        let req = match touch {
-            None => Request::Get { keys: &keys, cas },
-            Some(exptime) => Request::GetAndTouch {
-                exptime,
-                keys: &keys,
-                cas,
-            },
-        };
-        conn.send_requests([req])?;
-        let mut out = None;
-        Self::read_hits(&mut conn, &keys, |_, item| out = Some(item))?;
-        Ok(out)
+        self.on_server(r.server, |conn| {
+            let keys = [&r.wire[..]];
+            let req = match touch {
+                None => Request::Get { keys: &keys, cas },
+                Some(exptime) => Request::GetAndTouch {
+                    exptime,
+                    keys: &keys,
+                    cas,
+                },
+            };
+            conn.send_requests([req])?;
+            let mut out = None;
+            Self::read_hits(conn, &keys, |_, item| out = Some(item))?;
+            Ok(out)
+        })
     }
 
     /// `get`: the value, or `None` on a miss.
@@ -443,17 +648,18 @@ impl Client {
     ) -> Result<StoreOutcome> {
         self.check_value(value)?;
         let r = self.route(key)?;
-        let mut conn = self.conn(r.server)?;
-        conn.send_requests([Request::Store {
-            cmd,
-            key: &r.wire,
-            flags,
-            exptime,
-            value,
-            noreply: false,
-        }])?;
-        let reply = conn.read_reply()?;
-        check_store(reply, &mut conn, "a storage command")
+        self.on_server(r.server, |conn| {
+            conn.send_requests([Request::Store {
+                cmd,
+                key: &r.wire,
+                flags,
+                exptime,
+                value,
+                noreply: false,
+            }])?;
+            let reply = conn.read_reply()?;
+            check_store(reply, conn, "a storage command")
+        })
     }
 
     /// `set`: store unconditionally. `exptime` 0 = never expires.
@@ -539,36 +745,34 @@ impl Client {
     /// `delete`.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
         let r = self.route(key.as_ref())?;
-        let mut conn = self.conn(r.server)?;
-        conn.send_requests([Request::Delete {
-            key: &r.wire,
-            noreply: false,
-        }])?;
-        match conn.read_reply()? {
-            Reply::Deleted => Ok(DeleteOutcome::Deleted),
-            Reply::NotFound => Ok(DeleteOutcome::NotFound),
-            other => Err(reply_error(other, &mut conn, "delete")),
-        }
+        self.on_server(r.server, |conn| {
+            conn.send_requests([Request::Delete {
+                key: &r.wire,
+                noreply: false,
+            }])?;
+            match conn.read_reply()? {
+                Reply::Deleted => Ok(DeleteOutcome::Deleted),
+                Reply::NotFound => Ok(DeleteOutcome::NotFound),
+                other => Err(reply_error(other, conn, "delete")),
+            }
+        })
     }
 
     fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
         let r = self.route(key)?;
-        let mut conn = self.conn(r.server)?;
-        conn.send_requests([Request::Arith {
-            incr,
-            key: &r.wire,
-            delta,
-            noreply: false,
-        }])?;
-        match conn.read_reply()? {
-            Reply::Number(n) => Ok(Some(n)),
-            Reply::NotFound => Ok(None),
-            other => Err(reply_error(
-                other,
-                &mut conn,
-                if incr { "incr" } else { "decr" },
-            )),
-        }
+        self.on_server(r.server, |conn| {
+            conn.send_requests([Request::Arith {
+                incr,
+                key: &r.wire,
+                delta,
+                noreply: false,
+            }])?;
+            match conn.read_reply()? {
+                Reply::Number(n) => Ok(Some(n)),
+                Reply::NotFound => Ok(None),
+                other => Err(reply_error(other, conn, if incr { "incr" } else { "decr" })),
+            }
+        })
     }
 
     /// `incr`: the new value, or `None` if the key does not exist.
@@ -584,17 +788,18 @@ impl Client {
     /// `touch`: set a new expiry.
     pub fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
         let r = self.route(key.as_ref())?;
-        let mut conn = self.conn(r.server)?;
-        conn.send_requests([Request::Touch {
-            key: &r.wire,
-            exptime,
-            noreply: false,
-        }])?;
-        match conn.read_reply()? {
-            Reply::Touched => Ok(TouchOutcome::Touched),
-            Reply::NotFound => Ok(TouchOutcome::NotFound),
-            other => Err(reply_error(other, &mut conn, "touch")),
-        }
+        self.on_server(r.server, |conn| {
+            conn.send_requests([Request::Touch {
+                key: &r.wire,
+                exptime,
+                noreply: false,
+            }])?;
+            match conn.read_reply()? {
+                Reply::Touched => Ok(TouchOutcome::Touched),
+                Reply::NotFound => Ok(TouchOutcome::NotFound),
+                other => Err(reply_error(other, conn, "touch")),
+            }
+        })
     }
 
     /// Run `f` for each server group, in parallel across servers (the first group on this
@@ -689,7 +894,9 @@ impl Client {
                 }
                 Ok(())
             };
-            if let Err((from, e)) = run() {
+            let r = run();
+            self.inner.observe(server, r.as_ref().err().map(|(_, e)| e));
+            if let Err((from, e)) = r {
                 for r in &mut res[from..] {
                     r.1 = Err(e.clone());
                 }
@@ -734,7 +941,9 @@ impl Client {
                     }
                     Ok(())
                 };
-            if let Err(e) = run(&mut res) {
+            let r = run(&mut res);
+            self.inner.observe(server, r.as_ref().err());
+            if let Err(e) = r {
                 for r in res.iter_mut().filter(|r| r.1.is_none()) {
                     r.1 = Some(Err(e.clone()));
                 }
@@ -873,6 +1082,7 @@ impl Client {
                 }
             };
             let r = run();
+            self.inner.observe(server, r.as_ref().err());
             idx.iter().map(|&i| (i, r.clone())).collect()
         });
         for (i, r) in results {
@@ -890,8 +1100,7 @@ impl Client {
     ) -> Vec<(Server, Result<T>)> {
         let groups = (0..self.inner.pools.len()).map(|s| (s, vec![s])).collect();
         let mut res = self.fan_out(groups, |server, _| {
-            let r = self.conn(server).and_then(|mut c| f(&mut c));
-            vec![(server, r)]
+            vec![(server, self.on_server(server, &f))]
         });
         res.sort_by_key(|(s, _)| *s);
         res.into_iter()

@@ -72,12 +72,25 @@ pub enum Error {
         limit: usize,
     },
     /// No connection could be had from `server`'s pool in time.
-    #[error("no connection to {server} within the checkout timeout: {message}")]
+    #[error("no connection to {server} within the checkout timeout: {message}; {hint}", hint = if *exhausted { "every pooled connection was busy: raise pool_size or checkout_timeout" } else { "the server did not accept a connection" })]
     Pool {
         /// The server's address.
         server: String,
         /// What the pool reported (often the last connect error).
         message: String,
+        /// True when connections existed but were all in use (not a server failure).
+        exhausted: bool,
+    },
+    /// `server` is marked down after repeated failures; nothing was sent. It is probed again
+    /// after the retry timeout.
+    #[error(
+        "{server} is marked down after repeated failures; retry in {retry_in_ms} ms (or enable auto-eject to move its keys)"
+    )]
+    ServerDown {
+        /// The server's address.
+        server: String,
+        /// Time left until it is probed again.
+        retry_in_ms: u128,
     },
     /// The client could not be built from its configuration.
     #[error("configuration: {0}")]
@@ -125,7 +138,13 @@ impl Error {
     pub fn is_server_failure(&self) -> bool {
         matches!(
             self,
-            Error::Io { .. } | Error::Timeout { .. } | Error::Protocol { .. } | Error::Pool { .. }
+            Error::Io { .. }
+                | Error::Timeout { .. }
+                | Error::Protocol { .. }
+                | Error::Pool {
+                    exhausted: false,
+                    ..
+                }
         )
     }
 }

@@ -1,0 +1,190 @@
+//! Failure counting, marking down, and coming back: a state machine with the clock passed in.
+//!
+//! The semantics follow libmemcached (`SERVER_FAILURE_LIMIT`, `RETRY_TIMEOUT`,
+//! `REMOVE_FAILED_SERVERS`) and twemproxy (`server_failure_limit`, `server_retry_timeout`,
+//! `auto_eject_hosts`): after `failure_limit` consecutive failures a server is down for
+//! `retry_timeout`; requests for its keys fail fast (or, with auto-eject, its keys move to the
+//! ring over the live servers). When the timeout has passed the server is probed; it is up again
+//! once it answers.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How the client reacts to failing servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailurePolicy {
+    /// Consecutive failures (I/O error, timeout, protocol error, failed connect) that mark a
+    /// server down. Default: 2 (twemproxy's `server_failure_limit` default). 0 disables
+    /// marking servers down.
+    pub failure_limit: u32,
+    /// How long a down server is left alone before it is probed again. Default: 2 s
+    /// (libmemcached's retry timeout).
+    pub retry_timeout: Duration,
+    /// Rebuild the ring over the live servers while a server is down, as libmemcached's
+    /// `REMOVE_FAILED_SERVERS` and twemproxy's `auto_eject_hosts` do (point counts change with
+    /// the live count and weight). Default: off: the down server's keys get errors.
+    pub auto_eject: bool,
+}
+
+impl Default for FailurePolicy {
+    fn default() -> Self {
+        FailurePolicy {
+            failure_limit: 2,
+            retry_timeout: Duration::from_secs(2),
+            auto_eject: false,
+        }
+    }
+}
+
+/// What a request may do with a server right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Availability {
+    /// Use it.
+    Up,
+    /// Down: fail fast; this long until it is probed again.
+    Down(Duration),
+    /// Down, but its retry timeout has passed: it should be probed.
+    Probe,
+}
+
+/// One server's health. Lock-free: two atomics.
+#[derive(Debug)]
+pub struct Health {
+    failures: AtomicU32,
+    /// Nanoseconds after `epoch` until which the server is down; 0 = up.
+    down_until: AtomicU64,
+}
+
+/// What a recorded failure did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// Nothing changed state.
+    None,
+    /// The server just went down.
+    WentDown,
+    /// The server just came back.
+    CameBack,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health {
+            failures: AtomicU32::new(0),
+            down_until: AtomicU64::new(0),
+        }
+    }
+}
+
+fn nanos(epoch: Instant, t: Instant) -> u64 {
+    // at least 1 so that "down" is never confused with the 0 that means up
+    (t.saturating_duration_since(epoch).as_nanos() as u64).max(1)
+}
+
+impl Health {
+    /// Whether requests may use the server at `now`.
+    pub fn availability(&self, epoch: Instant, now: Instant) -> Availability {
+        let until = self.down_until.load(Ordering::Acquire);
+        if until == 0 {
+            return Availability::Up;
+        }
+        let now = nanos(epoch, now);
+        if now >= until {
+            Availability::Probe
+        } else {
+            Availability::Down(Duration::from_nanos(until - now))
+        }
+    }
+
+    /// True while marked down (whether or not its retry timeout has passed).
+    pub fn is_down(&self) -> bool {
+        self.down_until.load(Ordering::Acquire) != 0
+    }
+
+    /// A request to the server failed at `now`.
+    pub fn failure(&self, policy: &FailurePolicy, epoch: Instant, now: Instant) -> Transition {
+        if policy.failure_limit == 0 {
+            return Transition::None;
+        }
+        let n = self
+            .failures
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1);
+        let was_down = self.is_down();
+        // A failed probe, or the limit reached: down (again) for a whole retry timeout.
+        if was_down || n >= policy.failure_limit {
+            let until = nanos(epoch, now + policy.retry_timeout);
+            self.down_until.store(until, Ordering::Release);
+            if !was_down {
+                return Transition::WentDown;
+            }
+        }
+        Transition::None
+    }
+
+    /// A request to the server succeeded (the server answered, whatever it said).
+    pub fn success(&self) -> Transition {
+        self.failures.store(0, Ordering::Release);
+        if self.down_until.swap(0, Ordering::AcqRel) != 0 {
+            Transition::CameBack
+        } else {
+            Transition::None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_then_retry_then_back() {
+        let p = FailurePolicy {
+            failure_limit: 2,
+            retry_timeout: Duration::from_secs(5),
+            auto_eject: false,
+        };
+        let h = Health::default();
+        let t0 = Instant::now();
+        assert_eq!(h.availability(t0, t0), Availability::Up);
+        assert_eq!(h.failure(&p, t0, t0), Transition::None);
+        assert_eq!(h.availability(t0, t0), Availability::Up);
+        assert_eq!(h.success(), Transition::None, "a success resets the count");
+        assert_eq!(h.failure(&p, t0, t0), Transition::None);
+        assert_eq!(h.failure(&p, t0, t0), Transition::WentDown);
+        assert_eq!(
+            h.availability(t0, t0 + Duration::from_secs(1)),
+            Availability::Down(Duration::from_secs(4))
+        );
+        assert_eq!(
+            h.availability(t0, t0 + Duration::from_secs(5)),
+            Availability::Probe
+        );
+        // a failed probe: down for another whole timeout
+        let t1 = t0 + Duration::from_secs(6);
+        assert_eq!(h.failure(&p, t0, t1), Transition::None);
+        assert_eq!(
+            h.availability(t0, t1 + Duration::from_secs(4)),
+            Availability::Down(Duration::from_secs(1))
+        );
+        assert_eq!(
+            h.availability(t0, t1 + Duration::from_secs(5)),
+            Availability::Probe
+        );
+        assert_eq!(h.success(), Transition::CameBack);
+        assert_eq!(h.availability(t0, t1), Availability::Up);
+    }
+
+    #[test]
+    fn limit_zero_never_marks_down() {
+        let p = FailurePolicy {
+            failure_limit: 0,
+            ..FailurePolicy::default()
+        };
+        let h = Health::default();
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            assert_eq!(h.failure(&p, t0, t0), Transition::None);
+        }
+        assert_eq!(h.availability(t0, t0), Availability::Up);
+    }
+}
