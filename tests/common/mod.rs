@@ -1,6 +1,7 @@
 //! Shared test helpers: where the vectors live, and running the `memshard` binary.
 #![allow(dead_code)]
 
+pub mod proxy;
 pub mod servers;
 
 use std::path::PathBuf;
