@@ -2,6 +2,8 @@
 //!
 //! Thin layer over the library: argument parsing (clap) and I/O only.
 
+mod bench;
+
 use clap::{Args, Parser, Subcommand};
 use memshard::{Client, Flavor, HashTag, KeyHash, Ring, StoreOutcome};
 use std::io::{self, BufRead, BufWriter, Read, Write};
@@ -32,6 +34,42 @@ enum Cmd {
     Set(SetArgs),
     /// Delete keys (like memcrm).
     Delete(DeleteArgs),
+    /// Mixed get/set load over real servers (like memcslap): ops/s, latency percentiles,
+    /// errors by kind and server, and with --verify the count of wrong values. With
+    /// --route-only: nanoseconds per route, no network.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    ring: RingArgs,
+    #[command(flatten)]
+    net: NetArgs,
+    /// Worker threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Total operations (default 100000 unless --seconds is given).
+    #[arg(long, conflicts_with = "seconds")]
+    ops: Option<u64>,
+    /// Run for this many seconds instead of a number of operations.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Distinct keys (`memshard-bench:<run>:<i>`; with --route-only, `user:<i>`).
+    #[arg(long, default_value_t = 10_000)]
+    keys: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    value_size: usize,
+    /// Share of operations that are gets (0 to 1).
+    #[arg(long, default_value_t = 0.9)]
+    get_ratio: f64,
+    /// Check every value read against what this run wrote for that key.
+    #[arg(long)]
+    verify: bool,
+    /// Only time routing (ns per key), no network.
+    #[arg(long)]
+    route_only: bool,
 }
 
 /// Connection settings for the commands that talk to servers.
@@ -40,6 +78,16 @@ struct NetArgs {
     /// Connect / read / write timeout in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     timeout_ms: u64,
+    /// Consecutive failures that mark a server down (0: never).
+    #[arg(long, default_value_t = 2)]
+    failure_limit: u32,
+    /// Milliseconds before a down server is probed again.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    retry_timeout_ms: u64,
+    /// Move a down server's keys to the ring over the live servers (libmemcached
+    /// REMOVE_FAILED_SERVERS, twemproxy auto_eject_hosts).
+    #[arg(long)]
+    auto_eject: bool,
 }
 
 #[derive(Args)]
@@ -136,6 +184,7 @@ fn main() -> ExitCode {
         Cmd::Get(a) => get(a),
         Cmd::Set(a) => set(a),
         Cmd::Delete(a) => delete(a),
+        Cmd::Bench(a) => bench_cmd(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,7 +197,7 @@ fn main() -> ExitCode {
 }
 
 impl RingArgs {
-    fn client(&self, net: &NetArgs) -> Result<Client, Failure> {
+    fn client(&self, net: &NetArgs, pool_size: u32) -> Result<Client, Failure> {
         let ring = self.build()?;
         let t = Duration::from_millis(net.timeout_ms);
         let mut b = Client::builder()
@@ -159,7 +208,12 @@ impl RingArgs {
             .read_timeout(t)
             .write_timeout(t)
             .checkout_timeout(t)
-            .pool_size(2);
+            .failure_policy(memshard::FailurePolicy {
+                failure_limit: net.failure_limit,
+                retry_timeout: Duration::from_millis(net.retry_timeout_ms),
+                auto_eject: net.auto_eject,
+            })
+            .pool_size(pool_size);
         if let Some(tag) = ring.hash_tag() {
             b = b.hash_tag(tag);
         }
@@ -276,7 +330,7 @@ fn keys_from(
 const CLI_BATCH: usize = 1000;
 
 fn get(a: GetArgs) -> Result<(), Failure> {
-    let client = a.ring.client(&a.net)?;
+    let client = a.ring.client(&a.net, 2)?;
     let keys = keys_from(&a.keys, &a.ring.servers)?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -346,7 +400,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
             items
         }
     };
-    let client = a.ring.client(&a.net)?;
+    let client = a.ring.client(&a.net, 2)?;
     let (mut stored, mut failed) = (0usize, 0usize);
     for batch in items.chunks(CLI_BATCH) {
         for ((k, _), r) in batch.iter().zip(client.set_multi(batch, a.flags, a.ttl)) {
@@ -374,7 +428,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
 }
 
 fn delete(a: DeleteArgs) -> Result<(), Failure> {
-    let client = a.ring.client(&a.net)?;
+    let client = a.ring.client(&a.net, 2)?;
     let keys: Vec<&[u8]> = a.keys.iter().map(|k| os_bytes(k)).collect();
     let (mut deleted, mut missing, mut errors) = (0usize, 0usize, 0usize);
     for (k, r) in keys.iter().zip(client.delete_multi(&keys)) {
@@ -392,6 +446,46 @@ fn delete(a: DeleteArgs) -> Result<(), Failure> {
         return Err(Failure {
             code: 1,
             msg: format!("{errors} keys failed"),
+        });
+    }
+    Ok(())
+}
+
+fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
+    if a.route_only {
+        let ring = a.ring.build()?;
+        bench::route_only(&ring, a.keys);
+        return Ok(());
+    }
+    if a.keys == 0 || a.threads == 0 {
+        return Err(usage("--keys and --threads must be at least 1"));
+    }
+    if !(0.0..=1.0).contains(&a.get_ratio) {
+        return Err(usage("--get-ratio is a share from 0 to 1"));
+    }
+    let client = a.ring.client(&a.net, a.threads as u32)?;
+    let spec = bench::Spec {
+        threads: a.threads,
+        ops: a.ops,
+        seconds: a.seconds,
+        keys: a.keys,
+        value_size: a.value_size,
+        get_ratio: a.get_ratio,
+        verify: a.verify,
+        run_id: format!(
+            "{:x}{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        ),
+    };
+    let wrong = bench::run(&client, &spec);
+    if wrong > 0 {
+        return Err(Failure {
+            code: 1,
+            msg: format!("{wrong} wrong values"),
         });
     }
     Ok(())
