@@ -5,7 +5,7 @@
 //! sign-extend bytes ≥ 0x80 before mixing them in (`(uint32_t)key[x]`). We reproduce that
 //! through `sx`: a UTF-8 key hashes here exactly as it does in the C peers.
 
-use md5::{Digest, Md5};
+use md5::block_api::compress;
 use std::fmt;
 use std::str::FromStr;
 
@@ -129,10 +129,40 @@ impl KeyHash {
     }
 }
 
+/// The md5 state after hashing `data`: the digest as four little-endian words.
+///
+/// Keys and point names are short, so this drives md-5's compression function directly: one
+/// block for up to 55 bytes, padding built on the stack, none of the streaming `Digest`
+/// machinery (which measured ~40% slower for 10-byte keys).
+#[inline]
+pub fn md5_words(data: &[u8]) -> [u32; 4] {
+    let mut state = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+    let mut chunks = data.chunks_exact(64);
+    for c in &mut chunks {
+        let block: &[u8; 64] = c.try_into().expect("chunks_exact(64) yields 64-byte chunks");
+        compress(&mut state, std::slice::from_ref(block));
+    }
+    let rest = chunks.remainder();
+    let bits = (data.len() as u64).wrapping_mul(8).to_le_bytes();
+    let mut tail = [[0u8; 64]; 2];
+    let flat = tail.as_flattened_mut();
+    flat[..rest.len()].copy_from_slice(rest);
+    flat[rest.len()] = 0x80;
+    let blocks = if rest.len() < 56 { 1 } else { 2 };
+    flat[blocks * 64 - 8..blocks * 64].copy_from_slice(&bits);
+    compress(&mut state, &tail[..blocks]);
+    state
+}
+
 /// The md5 digest of `data`.
 #[inline]
 pub fn md5(data: &[u8]) -> [u8; 16] {
-    Md5::digest(data).into()
+    let w = md5_words(data);
+    let mut d = [0u8; 16];
+    for (i, word) in w.iter().enumerate() {
+        d[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
+    }
+    d
 }
 
 /// Point `i` (0..4) of an md5 digest: bytes `4i..4i+3` read little-endian, as every ketama does.
@@ -144,7 +174,22 @@ pub fn digest_point(d: &[u8; 16], i: usize) -> u32 {
 /// `digest_point(md5(data), i)`.
 #[inline]
 pub fn md5_point(data: &[u8], i: usize) -> u32 {
-    digest_point(&md5(data), i)
+    md5_words(data)[i]
+}
+
+#[cfg(test)]
+mod md5_tests {
+    use super::*;
+    use md5::{Digest, Md5};
+
+    #[test]
+    fn matches_the_streaming_digest_at_every_length() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for len in 0..data.len() {
+            let want: [u8; 16] = Md5::digest(&data[..len]).into();
+            assert_eq!(md5(&data[..len]), want, "length {len}");
+        }
+    }
 }
 
 /// A byte read through a signed `char` and widened to `uint32_t`, as the C peers do.
