@@ -139,7 +139,9 @@ pub fn md5_words(data: &[u8]) -> [u32; 4] {
     let mut state = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
     let mut chunks = data.chunks_exact(64);
     for c in &mut chunks {
-        let block: &[u8; 64] = c.try_into().expect("chunks_exact(64) yields 64-byte chunks");
+        let block: &[u8; 64] = c
+            .try_into()
+            .expect("chunks_exact(64) yields 64-byte chunks");
         compress(&mut state, std::slice::from_ref(block));
     }
     let rest = chunks.remainder();
