@@ -179,21 +179,6 @@ pub fn md5_point(data: &[u8], i: usize) -> u32 {
     md5_words(data)[i]
 }
 
-#[cfg(test)]
-mod md5_tests {
-    use super::*;
-    use md5::{Digest, Md5};
-
-    #[test]
-    fn matches_the_streaming_digest_at_every_length() {
-        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
-        for len in 0..data.len() {
-            let want: [u8; 16] = Md5::digest(&data[..len]).into();
-            assert_eq!(md5(&data[..len]), want, "length {len}");
-        }
-    }
-}
-
 /// A byte read through a signed `char` and widened to `uint32_t`, as the C peers do.
 #[inline]
 fn sx(b: u8) -> u32 {
@@ -433,4 +418,19 @@ fn jenkins(key: &[u8]) -> u32 {
     }
     fin(&mut a, &mut b, &mut c);
     c
+}
+
+#[cfg(test)]
+mod md5_tests {
+    use super::*;
+    use md5::{Digest, Md5};
+
+    #[test]
+    fn matches_the_streaming_digest_at_every_length() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for len in 0..data.len() {
+            let want: [u8; 16] = Md5::digest(&data[..len]).into();
+            assert_eq!(md5(&data[..len]), want, "length {len}");
+        }
+    }
 }
