@@ -872,39 +872,44 @@ impl Client {
     pub fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         let mut out: Vec<Option<Result<Option<Item>>>> = (0..keys.len()).map(|_| None).collect();
         let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
-        let results = self.fan_out(groups, |server, idx| {
-            let wire: Vec<&[u8]> = idx
-                .iter()
-                .map(|&i| routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
-                .collect();
-            let mut res: Vec<(usize, Result<Option<Item>>)> =
-                idx.iter().map(|&i| (i, Ok(None))).collect();
-            let mut run = || -> std::result::Result<(), (usize, Error)> {
-                let mut conn = self.conn(server).map_err(|e| (0, e))?;
-                let chunks: Vec<&[&[u8]]> = wire.chunks(GET_BATCH).collect();
-                conn.send_requests(chunks.iter().map(|c| Request::Get {
-                    keys: c,
-                    cas: false,
-                }))
-                .map_err(|e| (0, e))?;
-                for (ci, chunk) in chunks.iter().enumerate() {
+        // Like libmemcached's mget: first one write to every server, then read the replies
+        // server by server. The servers work in parallel while we read; no thread is spawned
+        // (spawning one per server cost more than the whole exchange on loopback).
+        let sent: Vec<_> = groups
+            .into_iter()
+            .map(|(server, idx)| {
+                let wire: Vec<&[u8]> = idx
+                    .iter()
+                    .map(|&i| routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
+                    .collect();
+                let conn = self.conn(server).and_then(|mut c| {
+                    c.send_requests(
+                        wire.chunks(GET_BATCH)
+                            .map(|keys| Request::Get { keys, cas: false }),
+                    )?;
+                    Ok(c)
+                });
+                (server, idx, wire, conn)
+            })
+            .collect();
+        for (server, idx, wire, conn) in sent {
+            let mut hits: Vec<Option<Item>> = vec![None; idx.len()];
+            let r = conn.map_err(|e| (0, e)).and_then(|mut conn| {
+                for (ci, chunk) in wire.chunks(GET_BATCH).enumerate() {
                     let base = ci * GET_BATCH;
-                    Self::read_hits(&mut conn, chunk, |j, item| res[base + j].1 = Ok(Some(item)))
+                    Self::read_hits(&mut conn, chunk, |j, item| hits[base + j] = Some(item))
                         .map_err(|e| (base, e))?;
                 }
                 Ok(())
-            };
-            let r = run();
+            });
             self.inner.observe(server, r.as_ref().err().map(|(_, e)| e));
-            if let Err((from, e)) = r {
-                for r in &mut res[from..] {
-                    r.1 = Err(e.clone());
-                }
+            let failed_from = r.as_ref().err().map_or(idx.len(), |(from, _)| *from);
+            for (j, (&i, hit)) in idx.iter().zip(hits).enumerate() {
+                out[i] = Some(match &r {
+                    Err((_, e)) if j >= failed_from => Err(e.clone()),
+                    _ => Ok(hit),
+                });
             }
-            res
-        });
-        for (i, r) in results {
-            out[i] = Some(r);
         }
         out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }

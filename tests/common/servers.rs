@@ -96,6 +96,23 @@ impl Memcached {
             .status()
             .expect("kill");
         assert!(ok.success());
+        // Signals are delivered asynchronously: wait until the process is really stopped (or
+        // running again), so the test's next request meets the state it expects.
+        let want_stopped = sig == "STOP";
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            let stat =
+                std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+            // the state is the first field after the ")" that closes the command name
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or("");
+            if (state == "T" || state == "t") == want_stopped {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// A raw text-protocol round trip to this server alone (bypassing memshard).
