@@ -96,6 +96,25 @@ fn client_benches(c: &mut Criterion) {
     g.bench_function("get_multi_100_over_4", |b| {
         b.iter(|| black_box(client.get_multi(black_box(&keys))))
     });
+    // where the time of a multi-get goes: fan-out alone, and size alone
+    let one_per_server: Vec<&String> = {
+        let mut seen = std::collections::HashSet::new();
+        keys.iter()
+            .filter(|k| seen.insert(client.ring().route(k.as_bytes())))
+            .collect()
+    };
+    g.bench_function("get_multi_1_per_server", |b| {
+        b.iter(|| black_box(client.get_multi(black_box(&one_per_server))))
+    });
+    let owner0 = client.ring().route(keys[0].as_bytes());
+    let same_server: Vec<&String> = keys
+        .iter()
+        .filter(|k| client.ring().route(k.as_bytes()) == owner0)
+        .collect();
+    g.bench_function(
+        format!("get_multi_{}_on_1_server", same_server.len()),
+        |b| b.iter(|| black_box(client.get_multi(black_box(&same_server)))),
+    );
 
     // The floor: the same get on one blocking socket, reading until END.
     let owner = client
@@ -115,6 +134,53 @@ fn client_benches(c: &mut Criterion) {
                 n += raw.read(&mut buf[n..]).expect("read");
             }
             black_box(n)
+        })
+    });
+    // The floor for the multi-get: the same 100 keys as one `get` per server on raw sockets,
+    // all written first, then each read until END.
+    let mut by_server: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
+    for k in &keys {
+        by_server
+            .entry(
+                client
+                    .ring()
+                    .server_for(k.as_bytes())
+                    .expect("owner")
+                    .addr
+                    .clone(),
+            )
+            .or_default()
+            .push(k);
+    }
+    let mut raws: Vec<(TcpStream, Vec<u8>)> = by_server
+        .iter()
+        .map(|(addr, ks)| {
+            let s = TcpStream::connect(addr).expect("raw connect");
+            s.set_nodelay(true).expect("nodelay");
+            let mut req = b"get".to_vec();
+            for k in ks {
+                req.push(b' ');
+                req.extend_from_slice(k.as_bytes());
+            }
+            req.extend_from_slice(b"\r\n");
+            (s, req)
+        })
+        .collect();
+    let mut big = vec![0u8; 1 << 16];
+    g.bench_function("raw_socket_get_multi_100_over_4", |b| {
+        b.iter(|| {
+            for (s, req) in raws.iter_mut() {
+                s.write_all(req).expect("write");
+            }
+            let mut total = 0;
+            for (s, _) in raws.iter_mut() {
+                let mut n = 0;
+                while !big[..n].ends_with(b"END\r\n") {
+                    n += s.read(&mut big[n..]).expect("read");
+                }
+                total += n;
+            }
+            black_box(total)
         })
     });
     g.finish();
