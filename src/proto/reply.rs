@@ -226,7 +226,13 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
     let len = announced as usize;
     let key_start = b"VALUE ".len();
     let data_start = used;
-    let total = data_start + len + 2;
+    // A limit near usize::MAX ("no limit") must not let the claimed length wrap the sum.
+    let Some(total) = data_start.checked_add(len).and_then(|t| t.checked_add(2)) else {
+        return Err(ParseError::ValueTooLarge {
+            announced,
+            limit: max_value,
+        });
+    };
     if buf.len() < total {
         return Ok(Parsed::Incomplete);
     }
@@ -302,6 +308,19 @@ mod tests {
             Err(ParseError::LineTooLong)
         );
         assert!(parse_reply(b"-1\r\n").is_err());
+        // found by fuzz/ (crashes-found/reply-huge-*): a claimed length that wrapped usize
+        // when the limit was near usize::MAX
+        for huge in [
+            &b"VALUE k 0 18446744073709551614\r\n"[..],
+            b"VALUE k 0 18446744073709551615\r\n",
+        ] {
+            for limit in [usize::MAX, usize::MAX - 1] {
+                assert!(matches!(
+                    parse_retrieval(huge, limit),
+                    Err(ParseError::ValueTooLarge { .. })
+                ));
+            }
+        }
     }
 
     #[test]
