@@ -90,6 +90,17 @@ impl fmt::Display for Flavor {
     }
 }
 
+/// How one point name becomes points on the continuum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PointScheme {
+    /// The first `n` little-endian words of the name's md5 digest.
+    Md5Words(usize),
+    /// One point: the configured key hash of the name.
+    KeyHash,
+    /// One point: the first four bytes of the name's SHA-1, big-endian.
+    Sha1BigEndian,
+}
+
 /// Which of several equal points a lookup can land on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ties {
@@ -172,86 +183,73 @@ impl Flavor {
     /// `(point, server index)`. `hash` is the key hash (used for points only by
     /// `libmemcached-unweighted`, as libmemcached does).
     pub(crate) fn points(self, servers: &[Server], hash: KeyHash) -> Vec<(u32, u32)> {
+        use std::fmt::Write;
         let n = servers.len();
         let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
+        let (sep, scheme) = self.point_scheme();
         let mut out = Vec::new();
+        let mut name = String::with_capacity(64);
         for idx in self.insertion_order(servers) {
             let s = &servers[idx];
             let idx = idx as u32;
-            let mut md5_4 = |name: &str| {
-                let d = hash::md5(name.as_bytes());
-                for i in 0..4 {
-                    out.push((hash::digest_point(&d, i), idx));
-                }
-            };
-            match self {
-                Flavor::Libmemcached | Flavor::Twemproxy | Flavor::SpymemcachedWeighted => {
-                    let base = self.point_base(s);
-                    for k in 0..libmemcached_digests(s.weight, total, n) {
-                        md5_4(&format!("{base}-{k}"));
+            name.clear();
+            name.push_str(&self.point_base(s));
+            name.push(sep);
+            let base_len = name.len();
+            for k in 0..self.digests(s.weight, total, n) {
+                name.truncate(base_len);
+                // Writing to a String cannot fail.
+                let _ = write!(name, "{k}");
+                let bytes = name.as_bytes();
+                match scheme {
+                    PointScheme::Md5Words(words) => {
+                        let w = hash::md5_words(bytes);
+                        out.extend(w[..words].iter().map(|&p| (p, idx)));
                     }
-                }
-                Flavor::LibmemcachedSpy => {
-                    for k in 0..libmemcached_digests(s.weight, total, n) {
-                        md5_4(&format!("/{}:{}-{k}", s.host, s.port));
-                    }
-                }
-                Flavor::LibmemcachedUnweighted => {
-                    // hosts.cc: MEMCACHED_POINTS_PER_SERVER (100) names, one key-hash each.
-                    let base = self.point_base(s);
-                    for k in 0..100 {
-                        out.push((hash.hash(format!("{base}-{k}").as_bytes()), idx));
-                    }
-                }
-                Flavor::Libketama | Flavor::GoKetama => {
-                    for k in 0..libketama_digests(s.weight as u64, total, n) {
-                        md5_4(&format!("{}-{k}", s.addr));
-                    }
-                }
-                Flavor::Spymemcached => {
-                    let base = self.point_base(s);
-                    for k in 0..40 {
-                        md5_4(&format!("{base}-{k}"));
-                    }
-                }
-                Flavor::Uhashring => {
-                    let base = self.point_base(s);
-                    for k in 0..exact_digests(s.weight as u64, total, n) {
-                        md5_4(&format!("{base}-{k}"));
-                    }
-                }
-                Flavor::NodeHashring => {
-                    // hashring index.js: Math.floor(percentage * vnodes * servers.length),
-                    // left to right in doubles.
-                    let pct = s.weight as f64 / total as f64;
-                    let count = (pct * 40.0 * n as f64).floor() as u64;
-                    for k in 0..count {
-                        md5_4(&format!("{}-{k}", s.addr));
-                    }
-                }
-                Flavor::HashRing => {
-                    // hash_ring.py: factor = floor(40*len(nodes)*weight / total_weight) (Python 2
-                    // integer division), then only 3 of the 4 words of each digest.
-                    for k in 0..exact_digests(s.weight as u64, total, n) {
-                        let d = hash::md5(format!("{}-{k}", s.addr).as_bytes());
-                        for i in 0..3 {
-                            out.push((hash::digest_point(&d, i), idx));
-                        }
-                    }
-                }
-                Flavor::Dalli => {
-                    // dalli ring.rb: ((total_servers * 160 * weight) / Float(total_weight)).floor
-                    let count =
-                        ((n as u64 * 160 * s.weight as u64) as f64 / total as f64).floor() as u64;
-                    let base = self.point_base(s);
-                    for k in 0..count {
-                        let d = sha1_digest(format!("{base}:{k}").as_bytes());
+                    PointScheme::KeyHash => out.push((hash.hash(bytes), idx)),
+                    PointScheme::Sha1BigEndian => {
+                        let d = sha1_digest(bytes);
                         out.push((u32::from_be_bytes([d[0], d[1], d[2], d[3]]), idx));
                     }
                 }
             }
         }
         out
+    }
+
+    /// How many point names (digests) a server gets: each peer's own arithmetic.
+    pub fn digests(self, weight: u32, total_weight: u64, servers: usize) -> u64 {
+        let (w, n) = (weight as u64, servers);
+        match self {
+            Flavor::Libmemcached
+            | Flavor::LibmemcachedSpy
+            | Flavor::Twemproxy
+            | Flavor::SpymemcachedWeighted => libmemcached_digests(weight, total_weight, n),
+            // hosts.cc: MEMCACHED_POINTS_PER_SERVER (100) names, weights ignored.
+            Flavor::LibmemcachedUnweighted => 100,
+            // KetamaNodeLocator: numReps (160) / 4 digests, weights ignored.
+            Flavor::Spymemcached => 40,
+            Flavor::Libketama | Flavor::GoKetama => libketama_digests(w, total_weight, n),
+            Flavor::Uhashring | Flavor::HashRing => exact_digests(w, total_weight, n),
+            // hashring index.js: Math.floor(percentage * vnodes * servers.length), left to
+            // right in doubles.
+            Flavor::NodeHashring => {
+                (w as f64 / total_weight as f64 * 40.0 * n as f64).floor() as u64
+            }
+            // dalli ring.rb: ((total_servers * 160 * weight) / Float(total_weight)).floor
+            Flavor::Dalli => ((n as u64 * 160 * w) as f64 / total_weight as f64).floor() as u64,
+        }
+    }
+
+    /// The separator between server and index in a point name, and how a name becomes points.
+    fn point_scheme(self) -> (char, PointScheme) {
+        match self {
+            Flavor::LibmemcachedUnweighted => ('-', PointScheme::KeyHash),
+            // hash_ring.py uses only 3 of the 4 words of each digest.
+            Flavor::HashRing => ('-', PointScheme::Md5Words(3)),
+            Flavor::Dalli => (':', PointScheme::Sha1BigEndian),
+            _ => ('-', PointScheme::Md5Words(4)),
+        }
     }
 
     /// The order in which the peer adds servers to its continuum, which decides ties.
