@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Turns the metric<TAB>value lines of one compare.sh run into the comparison table (markdown).
+
+  table.py METRICS.tsv
+
+ratio = memshard / peer. For times (ns) lower is better; for throughput (ops/s) higher is better,
+and the target says which way it points.
+"""
+import sys
+
+# A metric written by several processes (the alternating memshard / libmemcached rounds) is
+# the median of its values.
+vals = {}
+for line in open(sys.argv[1]):
+    k, _, v = line.rstrip("\n").partition("\t")
+    if v:
+        vals.setdefault(k, []).append(float(v))
+m = {k: sorted(v)[len(v) // 2] for k, v in vals.items()}
+checks_agree = all(len(set(v)) == 1 for k, v in vals.items() if k.startswith("check."))
+
+rows = []
+
+
+def row(what, ms_key, peer_name, peer_key, unit="ns", target=None, note=""):
+    """target: (op, bound) with op '<=' / '<' / '>=' on the ratio."""
+    a, b = m.get(ms_key), m.get(peer_key)
+    ratio = a / b if a is not None and b else None
+    met = "—"
+    if target and ratio is not None:
+        op, bound = target
+        ok = {"<=": ratio <= bound, "<": ratio < bound, ">=": ratio >= bound}[op]
+        met = "met" if ok else "NOT met"
+    tgt = f"{target[0]} {target[1]:.2f}×" if target else "—"
+    rows.append((what, fmt(a, unit), f"{peer_name}: {fmt(b, unit)}",
+                 f"{ratio:.2f}" if ratio is not None else "n/a", tgt, met, note))
+
+
+def fmt(v, unit):
+    if v is None:
+        return "n/a"
+    if unit == "ns":
+        if v >= 1e6:
+            return f"{v / 1e6:.2f} ms"
+        if v >= 1e4:
+            return f"{v / 1e3:.1f} µs"
+        return f"{v:.0f} ns"
+    return f"{v:,.0f} ops/s"
+
+
+# --- routing, no network --------------------------------------------------------------------
+for n in (10, 100):
+    ok = checks_agree and m.get(f"check.{n}.memshard") == m.get(f"check.{n}.libmemcached")
+    row(f"route ns/key, {n} servers weighted", f"route.{n}.memshard", "libmemcached",
+        f"route.{n}.libmemcached", target=("<=", 0.8),
+        note="every key routed as libmemcached does" if ok else "PLACEMENT DIFFERS from libmemcached")
+row("route ns/key, 1000 servers weighted", "route.1000.memshard", "libmemcached",
+    "route.1000.libmemcached", note="libmemcached aborts above 100 servers")
+for n in (10, 100, 1000):
+    row(f"route ns/key, {n} servers equal weights", f"route_eq.{n}.memshard", "ketama crate",
+        f"route_eq.{n}.ketama",
+        note=f"ketama crate places {m.get(f'agree.{n}.ketama', float('nan')):.2f}% of keys as memshard/libmemcached")
+for n in (10, 100):
+    row(f"continuum build, {n} servers weighted", f"build.{n}.memshard", "libmemcached",
+        f"build.{n}.libmemcached")
+row("continuum build, 1000 servers (memshard) vs libmemcached's largest (100)",
+    "build.1000.memshard", "libmemcached 100", "build.100.libmemcached", target=("<", 1.0))
+for n in (10, 100, 1000):
+    row(f"continuum build, {n} servers equal weights", f"build_eq.{n}.memshard", "ketama crate",
+        f"build_eq.{n}.ketama")
+
+# --- client I/O ------------------------------------------------------------------------------
+found = m.get("pylibmc.found")
+row("get, 4 servers 3/1/2/1", "get.memshard", "raw socket", "get.raw", target=("<=", 1.15),
+    note="raw: owner precomputed, request bytes prebuilt")
+row("get, 4 servers 3/1/2/1", "get.memshard", "pylibmc", "pylibmc.get",
+    note=f"pylibmc found {found:.0f}/1000 keys memshard wrote" if found is not None else "")
+row("get, 1 server", "get1.memshard", "memcache crate", "get1.memcache", note="memcache crate 0.21, ascii")
+row("set, 4 servers 3/1/2/1", "set.memshard", "raw socket", "set.raw")
+row("set, 4 servers 3/1/2/1", "set.memshard", "pylibmc", "pylibmc.set")
+row("set, 1 server", "set1.memshard", "memcache crate", "set1.memcache")
+row("get_multi 100 keys / 4 servers", "get_multi.memshard", "memshard single get", "get.memshard",
+    target=("<=", 3.0))
+row("get_multi 100 keys / 4 servers", "get_multi.memshard", "pylibmc", "pylibmc.get_multi",
+    target=("<=", 0.6))
+row("get_multi 100 keys / 4 servers", "get_multi.memshard", "raw socket", "get_multi.raw",
+    note="raw: one pipelined get per server, all sent then all read, one thread")
+row("get_multi 100 keys / 4 servers", "get_multi.memshard", "memcache crate", "get_multi.memcache",
+    note="memcache crate gets: its own hash, servers one after another")
+row("get_multi 100 keys / 1 server", "get_multi1.memshard", "raw socket", "get_multi1.raw",
+    note="raw: one `get k1 .. k100` on one socket")
+row("get_multi 100 keys / 1 server", "get_multi1.memshard", "memcache crate", "get_multi1.memcache")
+row("2-thread throughput, 90% get / 10% set", "tput2.memshard", "pylibmc", "pylibmc.tput2",
+    unit="ops", target=(">=", 1.0), note="pylibmc: one clone per thread")
+row("2-thread throughput, 90% get / 10% set", "tput2.memshard", "memcache crate", "tput2.memcache",
+    unit="ops", target=(">=", 1.0), note="memcache crate: its own hash over the 4 servers, pool 2")
+
+head = ("measurement", "memshard", "peer", "ratio", "target", "met?", "note")
+print("| " + " | ".join(head) + " |")
+print("|" + "|".join("---" for _ in head) + "|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+met = sum(r[5] == "met" for r in rows)
+missed = [r[0] + " vs " + r[2].split(":")[0] for r in rows if r[5] == "NOT met"]
+print()
+print(f"targets met: {met} of {met + len(missed)}" + ("; not met: " + "; ".join(missed) if missed else ""))
+print()
+print("Notes on the peers (why some peer figures look the way they do):")
+print("- libmemcached: `memcached_generate_hash` is its routing call (md5 key hash + continuum search);")
+print("  its build is `memcached_server_push` onto a KETAMA_WEIGHTED handle. It asserts and aborts above")
+print("  100 weighted servers (`memcached_server_count * MEMCACHED_POINTS_PER_SERVER <= MEMCACHED_CONTINUUM_SIZE`),")
+print("  hence no 1000-server libmemcached figure. Both sides also print a weighted sum of the server index")
+print("  of all 10,000 keys; the route rows say whether they agree.")
+print("- ketama crate (0.0.2): equal weights only (its weights multiply points, unlike libmemcached's share),")
+print("  always 160 points per server; libmemcached computes the share in float, so at 100 equal servers it")
+print("  gives 39 digests (156 points) per server, hence the crate's < 100 % agreement there.")
+print("- memcache crate (0.21, `?protocol=ascii`): its r2d2 pool validates every checkout with a `version`")
+print("  round trip and writes a request in several `send` calls, so each get/set costs two round trips.")
+print("  It shards with its own hash (`DefaultHasher % n`), so single get/set is compared on one server.")
+print("- pylibmc: one `clone()` per thread for the throughput run (a pylibmc client is not thread-safe).")
