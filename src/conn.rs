@@ -72,8 +72,11 @@ pub struct Conn {
     stream: Stream,
     server: String,
     opts: ConnOptions,
+    /// Read buffer: always initialized (zeroed once, when it grows); `start..end` holds
+    /// received bytes not yet consumed.
     buf: Vec<u8>,
     start: usize,
+    end: usize,
     wbuf: Vec<u8>,
     broken: bool,
     read_timeout_set: Duration,
@@ -89,6 +92,8 @@ impl std::fmt::Debug for Conn {
 }
 
 const READ_CHUNK: usize = 16 * 1024;
+/// A read buffer larger than this is released when the connection goes idle.
+const MAX_IDLE_BUFFER: usize = 256 * 1024;
 
 impl Conn {
     /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`.
@@ -138,8 +143,9 @@ impl Conn {
             stream,
             server: server.to_string(),
             opts: opts.clone(),
-            buf: Vec::with_capacity(READ_CHUNK),
+            buf: vec![0; READ_CHUNK],
             start: 0,
+            end: 0,
             wbuf: Vec::with_capacity(256),
             broken: false,
             read_timeout_set: opts.read_timeout,
@@ -177,13 +183,17 @@ impl Conn {
         if self.broken {
             return Err(Error::protocol(&self.server, "connection is broken"));
         }
-        if self.start != self.buf.len() {
+        if self.start != self.end {
             // Bytes nobody asked for: the stream is out of step.
             let e = Error::protocol(&self.server, "unsolicited bytes before the request");
             return Err(self.fail(e));
         }
-        self.buf.clear();
         self.start = 0;
+        self.end = 0;
+        if self.buf.len() > MAX_IDLE_BUFFER {
+            // A large value grew the buffer; do not keep that memory per pooled connection.
+            self.buf = vec![0; READ_CHUNK];
+        }
         let millis = self.opts.write_timeout.as_millis();
         self.stream
             .write_all(bytes)
@@ -232,17 +242,22 @@ impl Conn {
                 .map_err(|e| self.fail(e))?;
             self.read_timeout_set = left;
         }
-        // Drop consumed bytes so a long multi-get does not grow the buffer without bound.
-        if self.start > 0 && (self.start == self.buf.len() || self.start >= 4 * READ_CHUNK) {
-            self.buf.drain(..self.start);
+        if self.start == self.end {
             self.start = 0;
+            self.end = 0;
         }
-        let len = self.buf.len();
-        self.buf.resize(len + READ_CHUNK, 0);
-        let r = self.stream.read(&mut self.buf[len..]);
-        match r {
+        if self.buf.len() - self.end < READ_CHUNK / 4 {
+            // Move unconsumed bytes to the front, and grow only if that frees too little.
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() - self.end < READ_CHUNK / 4 {
+                let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
+                self.buf.resize(grown, 0);
+            }
+        }
+        match self.stream.read(&mut self.buf[self.end..]) {
             Ok(0) => {
-                self.buf.truncate(len);
                 let e = Error::Io {
                     server: self.server.clone(),
                     kind: io::ErrorKind::UnexpectedEof,
@@ -251,15 +266,11 @@ impl Conn {
                 Err(self.fail(e))
             }
             Ok(n) => {
-                self.buf.truncate(len + n);
+                self.end += n;
                 Ok(())
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                self.buf.truncate(len);
-                Ok(())
-            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
             Err(e) => {
-                self.buf.truncate(len);
                 let e = Error::io(&self.server, &e, "read", millis);
                 Err(self.fail(e))
             }
@@ -283,7 +294,7 @@ impl Conn {
     pub fn read_reply(&mut self) -> Result<Reply> {
         let deadline = Instant::now() + self.opts.read_timeout;
         let r = loop {
-            match parse_reply(&self.buf[self.start..]) {
+            match parse_reply(&self.buf[self.start..self.end]) {
                 Ok(Parsed::Done(r, used)) => {
                     self.start += used;
                     break Ok(r);
@@ -312,7 +323,7 @@ impl Conn {
         let deadline = Instant::now() + self.opts.read_timeout;
         let max = self.opts.max_value_size;
         let r = loop {
-            let parsed = parse_retrieval(&self.buf[self.start..], max);
+            let parsed = parse_retrieval(&self.buf[self.start..self.end], max);
             match parsed {
                 Ok(Parsed::Done(
                     RetrievalItem::Value {

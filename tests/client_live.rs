@@ -323,3 +323,23 @@ fn client_is_shared_across_threads() {
         }
     });
 }
+
+#[test]
+fn large_values_round_trip_and_the_buffer_shrinks_back() {
+    let Some(c) = cluster() else { return };
+    let m = client(c);
+    let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(m.set("large:1", &big, 0, 0).unwrap(), StoreOutcome::Stored);
+    assert_eq!(m.get("large:1").unwrap().unwrap().value, big);
+    let many: Vec<(String, Vec<u8>)> = (0..20)
+        .map(|i| (format!("large:m{i}"), vec![b'a' + i as u8; 200_000]))
+        .collect();
+    assert!(m.set_multi(&many, 0, 0).iter().all(|r| r.is_ok()));
+    let got = m.get_multi(&many.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>());
+    for ((_, v), r) in many.iter().zip(got) {
+        assert_eq!(&r.unwrap().unwrap().value, v);
+    }
+    assert_eq!(m.get("large:1").unwrap().unwrap().value.len(), 1_000_000);
+    m.set("small", "s", 0, 0).unwrap();
+    assert_eq!(m.get("small").unwrap().unwrap().value, b"s");
+}

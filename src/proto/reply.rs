@@ -206,11 +206,15 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
         return Err(ParseError::Unexpected(text(l)));
     };
     let bad = || ParseError::BadValueHeader(text(l));
-    let fields: Vec<&[u8]> = rest.split(|&b| b == b' ').collect();
-    let (key, flags, len, cas) = match fields.as_slice() {
-        [k, f, n] => (*k, *f, *n, None),
-        [k, f, n, c] => (*k, *f, *n, Some(number::<u64>(c).ok_or_else(bad)?)),
-        _ => return Err(bad()),
+    // No Vec: this runs once per value of a multi-get.
+    let mut fields = rest.split(|&b| b == b' ');
+    let (Some(key), Some(flags), Some(len)) = (fields.next(), fields.next(), fields.next()) else {
+        return Err(bad());
+    };
+    let cas = match (fields.next(), fields.next()) {
+        (None, _) => None,
+        (Some(c), None) => Some(number::<u64>(c).ok_or_else(bad)?),
+        (Some(_), Some(_)) => return Err(bad()),
     };
     if key.is_empty() {
         return Err(bad());
