@@ -47,5 +47,29 @@ fn build(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, route, build);
+fn route_batch(c: &mut Criterion) {
+    let keys = keys();
+    let refs: Vec<&[u8]> = keys[..100].iter().map(|k| k.as_bytes()).collect();
+    let ring = Ring::new(servers(10), Flavor::Libmemcached).expect("ring");
+    let mut g = c.benchmark_group("route_100_keys");
+    g.bench_function("one_by_one", |b| {
+        b.iter(|| {
+            let mut sum = 0usize;
+            for k in &refs {
+                sum = sum.wrapping_add(ring.route(black_box(k)).unwrap_or(0));
+            }
+            black_box(sum)
+        })
+    });
+    g.bench_function("route_each", |b| {
+        b.iter(|| {
+            let mut sum = 0usize;
+            ring.route_each(black_box(&refs), |_, s| sum = sum.wrapping_add(s));
+            black_box(sum)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, route, build, route_batch);
 criterion_main!(benches);

@@ -492,7 +492,8 @@ impl Client {
             .collect()
     }
 
-    fn route<'k>(&self, key: &'k [u8]) -> Result<Routed<'k>> {
+    /// The key as sent: validated, with the prefix in front.
+    fn wire_key<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
         let inner = &*self.inner;
         let wire: Cow<'k, [u8]> = if inner.prefix.is_empty() {
             Cow::Borrowed(key)
@@ -503,6 +504,12 @@ impl Client {
             Cow::Owned(v)
         };
         proto::validate_key(&wire).map_err(|e| Error::invalid_key(key, e))?;
+        Ok(wire)
+    }
+
+    fn route<'k>(&self, key: &'k [u8]) -> Result<Routed<'k>> {
+        let inner = &*self.inner;
+        let wire = self.wire_key(key)?;
         let hashed: &[u8] = if inner.hash_with_prefix { &wire } else { key };
         let routing = inner.routing.load();
         let i = routing
@@ -845,20 +852,53 @@ impl Client {
         keys: impl Iterator<Item = &'k [u8]>,
         out: &mut [Option<Result<T>>],
     ) -> (Vec<Option<Routed<'k>>>, Groups) {
-        let mut routed = Vec::new();
-        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); self.inner.pools.len()];
-        for (i, k) in keys.enumerate() {
-            match self.route(k) {
-                Ok(r) => {
-                    by_server[r.server].push(i);
-                    routed.push(Some(r));
+        let keys: Vec<&'k [u8]> = keys.collect();
+        let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
+        let mut valid: Vec<usize> = Vec::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            match self.wire_key(k) {
+                Ok(w) => {
+                    wires.push(Some(w));
+                    valid.push(i);
                 }
                 Err(e) => {
                     out[i] = Some(Err(e));
-                    routed.push(None);
+                    wires.push(None);
                 }
             }
         }
+        let mut owner = vec![usize::MAX; keys.len()];
+        {
+            let hashed: Vec<&[u8]> = valid
+                .iter()
+                .map(|&i| match (&wires[i], self.inner.hash_with_prefix) {
+                    (Some(w), true) => &w[..],
+                    _ => keys[i],
+                })
+                .collect();
+            let routing = self.inner.routing.load();
+            // Batch routing: four md5s at a time for the common case.
+            routing
+                .ring
+                .route_each(&hashed, |j, s| owner[valid[j]] = routing.to_server[s]);
+        }
+        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); self.inner.pools.len()];
+        let routed = wires
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let w = w?;
+                if owner[i] == usize::MAX {
+                    out[i] = Some(Err(Error::Config("the ring has no points".into())));
+                    return None;
+                }
+                by_server[owner[i]].push(i);
+                Some(Routed {
+                    wire: w,
+                    server: owner[i],
+                })
+            })
+            .collect();
         let groups = by_server
             .into_iter()
             .enumerate()

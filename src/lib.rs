@@ -63,6 +63,7 @@ pub mod conn;
 pub mod error;
 pub mod hash;
 pub mod health;
+mod md5x4;
 pub mod pool;
 pub mod proto;
 pub mod ring;

@@ -160,3 +160,28 @@ fn routing_allocates_nothing() {
         std::hint::black_box(sum);
     }
 }
+
+#[test]
+fn route_each_equals_route_for_every_flavor_key_length_and_tag() {
+    let keys: Vec<Vec<u8>> = (0..403)
+        .map(|i| {
+            let mut k = format!("k{i}:{}", "é".repeat(i % 40)).into_bytes();
+            if i % 7 == 0 {
+                k.extend_from_slice(b"{tag}");
+            }
+            k
+        })
+        .collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+    for &(name, f) in FLAVORS {
+        for tag in [None, Some(HashTag::new(b'{', b'}'))] {
+            let ring = Ring::with_options(servers(13), f, None, tag).unwrap();
+            let mut seen = 0;
+            ring.route_each(&refs, |i, s| {
+                assert_eq!(Some(s), ring.route(refs[i]), "{name} key {i}");
+                seen += 1;
+            });
+            assert_eq!(seen, refs.len());
+        }
+    }
+}

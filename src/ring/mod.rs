@@ -163,6 +163,55 @@ impl Ring {
         Some(self.continuum.owner_at(pos) as usize)
     }
 
+    /// Route many keys: calls `f(i, server index)` for each `keys[i]`, in order. Same answers
+    /// as [`Ring::route`]; for md5-hashed flavours four short keys are hashed at once, which is
+    /// what makes a multi-get's routing cheaper than key-by-key routing.
+    ///
+    /// ```
+    /// use memshard::{Flavor, Ring, Server};
+    /// let ring = Ring::new(vec![Server::new("10.0.0.1", 11211), Server::new("10.0.0.2", 11211)], Flavor::Libmemcached).unwrap();
+    /// let keys: Vec<&[u8]> = vec![b"a", b"b", b"c", b"d", b"e"];
+    /// ring.route_each(&keys, |i, server| assert_eq!(Some(server), ring.route(keys[i])));
+    /// ```
+    pub fn route_each(&self, keys: &[&[u8]], mut f: impl FnMut(usize, usize)) {
+        if self.continuum.len() == 0 {
+            return;
+        }
+        let tagged = |k: &'_ [u8]| -> usize {
+            match &self.tag {
+                Some(t) => t.apply(k).len(),
+                None => k.len(),
+            }
+        };
+        let batchable = self.hash == KeyHash::Md5 && self.flavor != Flavor::Dalli;
+        let mut i = 0;
+        while i < keys.len() {
+            if batchable
+                && i + 4 <= keys.len()
+                && keys[i..i + 4]
+                    .iter()
+                    .all(|k| tagged(k) <= crate::md5x4::MAX_ONE_BLOCK)
+            {
+                let ks: [&[u8]; 4] = std::array::from_fn(|j| match &self.tag {
+                    Some(t) => t.apply(keys[i + j]),
+                    None => keys[i + j],
+                });
+                let hashes = crate::md5x4::md5_first_words(ks);
+                for (j, h) in hashes.into_iter().enumerate() {
+                    if let Some(pos) = self.continuum.position(h) {
+                        f(i + j, self.continuum.owner_at(pos) as usize);
+                    }
+                }
+                i += 4;
+            } else {
+                if let Some(s) = self.route(keys[i]) {
+                    f(i, s);
+                }
+                i += 1;
+            }
+        }
+    }
+
     /// The server that owns `key`.
     #[inline]
     pub fn server_for(&self, key: &[u8]) -> Option<&Server> {
