@@ -64,6 +64,7 @@ pub mod error;
 pub mod hash;
 pub mod health;
 mod md5x4;
+pub mod plan;
 pub mod pool;
 pub mod proto;
 pub mod ring;

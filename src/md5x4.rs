@@ -31,6 +31,13 @@ type Lanes = [u32; 4];
 /// The first digest word (the ketama point / key hash) of four inputs of at most
 /// [`MAX_ONE_BLOCK`] bytes each. Longer inputs must go through [`crate::hash::md5_words`].
 pub fn md5_first_words(inputs: [&[u8]; 4]) -> Lanes {
+    let w = md5_x4(inputs);
+    [w[0][0], w[1][0], w[2][0], w[3][0]]
+}
+
+/// The whole digest (four little-endian words) of four inputs of at most [`MAX_ONE_BLOCK`]
+/// bytes each.
+pub fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
     // m[word][lane], little-endian words of each padded block
     let mut m = [[0u32; 4]; 16];
     for (lane, data) in inputs.iter().enumerate() {
@@ -66,7 +73,14 @@ pub fn md5_first_words(inputs: [&[u8]; 4]) -> Lanes {
         c = b;
         b = t;
     }
-    lanes(|l| a[l].wrapping_add(init[0]))
+    std::array::from_fn(|l| {
+        [
+            a[l].wrapping_add(init[0]),
+            b[l].wrapping_add(init[1]),
+            c[l].wrapping_add(init[2]),
+            d[l].wrapping_add(init[3]),
+        ]
+    })
 }
 
 #[inline(always)]

@@ -40,6 +40,11 @@ pub enum Flavor {
     HashRing,
     /// Go `github.com/dgryski/go-ketama`.
     GoKetama,
+    /// memshard's own monotone weighted ketama (no peer has it): each server gets 160 points
+    /// per unit of its own weight, whatever the other servers weigh, so adding, removing or
+    /// reweighting one server moves only keys to or from that server. Ties go to the server
+    /// whose address sorts first, independent of list order.
+    MemshardWeighted,
 }
 
 /// Every flavour with its CLI name, then the accepted aliases.
@@ -56,6 +61,7 @@ pub const FLAVORS: &[(&str, Flavor)] = &[
     ("dalli", Flavor::Dalli),
     ("hash-ring", Flavor::HashRing),
     ("go-ketama", Flavor::GoKetama),
+    ("memshard-weighted", Flavor::MemshardWeighted),
 ];
 
 const FLAVOR_ALIASES: &[(&str, Flavor)] = &[
@@ -92,7 +98,7 @@ impl fmt::Display for Flavor {
 
 /// How one point name becomes points on the continuum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PointScheme {
+pub(crate) enum PointScheme {
     /// The first `n` little-endian words of the name's md5 digest.
     Md5Words(usize),
     /// One point: the configured key hash of the name.
@@ -238,11 +244,19 @@ impl Flavor {
             }
             // dalli ring.rb: ((total_servers * 160 * weight) / Float(total_weight)).floor
             Flavor::Dalli => ((n as u64 * 160 * w) as f64 / total_weight as f64).floor() as u64,
+            // Own weight only: this is what makes the flavour monotone.
+            Flavor::MemshardWeighted => 40 * w,
         }
     }
 
+    /// The first point name of server `s`, e.g. `10.0.1.1-0` (libmemcached, port 11211) or
+    /// `10.0.1.1:11211:0` (dalli).
+    pub fn first_point_name(self, s: &Server) -> String {
+        format!("{}{}0", self.point_base(s), self.point_scheme().0)
+    }
+
     /// The separator between server and index in a point name, and how a name becomes points.
-    fn point_scheme(self) -> (char, PointScheme) {
+    pub(crate) fn point_scheme(self) -> (char, PointScheme) {
         match self {
             Flavor::LibmemcachedUnweighted => ('-', PointScheme::KeyHash),
             // hash_ring.py uses only 3 of the 4 words of each digest.
@@ -255,6 +269,11 @@ impl Flavor {
     /// The order in which the peer adds servers to its continuum, which decides ties.
     fn insertion_order(self, servers: &[Server]) -> Vec<usize> {
         let mut order: Vec<usize> = (0..servers.len()).collect();
+        if self == Flavor::MemshardWeighted {
+            // Ties must not depend on where a server sits in the list (or adding one in the
+            // middle would move keys between two others).
+            order.sort_by(|&a, &b| servers[a].addr.cmp(&servers[b].addr));
+        }
         if self == Flavor::Twemproxy {
             // nc_conf.c conf_validate_server sorts the pool's servers by name
             // (conf_server_name_cmp: shorter name first, then bytewise) to find duplicates, and
@@ -283,9 +302,11 @@ impl Flavor {
             Flavor::Uhashring => s.name.clone().unwrap_or_else(|| s.addr.clone()),
             // dalli: "#{hostname}:#{port}", brackets of IPv6 dropped, port 11211 kept.
             Flavor::Dalli => format!("{}:{}", s.host, s.port),
-            Flavor::Libketama | Flavor::GoKetama | Flavor::NodeHashring | Flavor::HashRing => {
-                s.addr.clone()
-            }
+            Flavor::Libketama
+            | Flavor::GoKetama
+            | Flavor::NodeHashring
+            | Flavor::HashRing
+            | Flavor::MemshardWeighted => s.addr.clone(),
         }
     }
 }

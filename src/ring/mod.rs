@@ -31,10 +31,33 @@ pub enum RingError {
         /// The hash that was asked for.
         asked: KeyHash,
     },
+    /// The weights ask for more points than a ring should hold.
+    #[error(
+        "the weights ask for {points} points, more than {max}; use smaller weights (memshard-weighted gives 160 points per unit of weight)"
+    )]
+    TooManyPoints {
+        /// Points asked for.
+        points: u64,
+        /// The limit.
+        max: u64,
+    },
     /// More servers than a ring can index.
     #[error("{0} servers is more than a ring can hold (at most {max})", max = u32::MAX)]
     TooManyServers(usize),
 }
+
+/// A bare continuum lookup over raw points, for the planner's "N points per server" table.
+pub(crate) fn continuum_for_planning(
+    raw: Vec<(u32, u32)>,
+    ties: flavor::Ties,
+    search: flavor::Search,
+) -> impl Fn(u32) -> Option<usize> {
+    let c = Continuum::build(raw, ties, search);
+    move |h| c.position(h).map(|p| c.owner_at(p) as usize)
+}
+
+/// Upper bound on continuum points (64 MB of points and owners).
+const MAX_POINTS: u64 = 8_000_000;
 
 /// An immutable ketama continuum. Cheap to share (`Arc<Ring>`), `Send + Sync`; routing a key
 /// allocates nothing and takes no lock.
@@ -91,6 +114,17 @@ impl Ring {
             Some(h) => h,
             None => fixed,
         };
+        let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
+        let points: u64 = servers
+            .iter()
+            .map(|s| flavor.digests(s.weight, total, servers.len()) * 4)
+            .sum();
+        if points > MAX_POINTS {
+            return Err(RingError::TooManyPoints {
+                points,
+                max: MAX_POINTS,
+            });
+        }
         let raw = flavor.points(&servers, hash);
         let mut point_counts = vec![0u32; servers.len()];
         for &(_, s) in &raw {
@@ -210,6 +244,13 @@ impl Ring {
                 i += 1;
             }
         }
+    }
+
+    /// Index of the server whose point a key hash lands on (for callers that hashed already).
+    #[inline]
+    pub(crate) fn route_hash(&self, hash: u32) -> Option<usize> {
+        let pos = self.continuum.position(hash)?;
+        Some(self.continuum.owner_at(pos) as usize)
     }
 
     /// The server that owns `key`.

@@ -3,6 +3,8 @@
 //! Thin layer over the library: argument parsing (clap) and I/O only.
 
 mod bench;
+mod demo;
+mod plan_cmd;
 
 use clap::{Args, Parser, Subcommand};
 use memshard::{Client, Flavor, HashTag, KeyHash, Ring, StoreOutcome};
@@ -38,6 +40,56 @@ enum Cmd {
     /// errors by kind and server, and with --verify the count of wrong values. With
     /// --route-only: nanoseconds per route, no network.
     Bench(BenchArgs),
+    /// What moves when the server list changes, how even the load is, and how ketama compares
+    /// with modulo, jump, rendezvous and 16384 slots; or (--vs-flavor) how two clients disagree.
+    Plan(PlanArgs),
+    /// Start memcached servers on loopback, load keys through memshard, show keys per server,
+    /// then add a server and compare the hit ratio of ketama against modulo placement.
+    Demo(DemoArgs),
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Keys to load (`demo:<i>`).
+    #[arg(long, default_value_t = 20_000)]
+    keys: usize,
+    /// memcached servers to start before one more is added.
+    #[arg(long, default_value_t = 4)]
+    servers: usize,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    #[command(flatten)]
+    ring: RingArgs,
+    /// The server list after the change.
+    #[arg(long, value_name = "FILE2")]
+    to: Option<PathBuf>,
+    /// Compare --flavor with this flavour on the same server list.
+    #[arg(long, value_name = "FLAVOR")]
+    vs_flavor: Option<String>,
+    /// Key hash for --vs-flavor (default: that flavour's).
+    #[arg(long, value_name = "NAME")]
+    vs_hash: Option<String>,
+    /// Synthetic keys `key:<i>`.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    keys: u64,
+    /// The user's own key sample, one key per line (instead of --keys).
+    #[arg(long, value_name = "F", conflicts_with = "keys")]
+    key_file: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also write an SVG picture of the plan.
+    #[arg(long, value_name = "OUT")]
+    svg: Option<PathBuf>,
+    /// Worker threads (default: the machine's cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also print the classic imbalance table: a plain ketama ring with these points per server
+    /// (comma-separated, e.g. 1,10,100,1000) over the --servers list.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    points: Vec<usize>,
 }
 
 #[derive(Args)]
@@ -185,6 +237,8 @@ fn main() -> ExitCode {
         Cmd::Set(a) => set(a),
         Cmd::Delete(a) => delete(a),
         Cmd::Bench(a) => bench_cmd(a),
+        Cmd::Plan(a) => plan(a),
+        Cmd::Demo(a) => demo::run(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -487,6 +541,99 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
             code: 1,
             msg: format!("{wrong} wrong values"),
         });
+    }
+    Ok(())
+}
+
+fn plan(a: PlanArgs) -> Result<(), Failure> {
+    let before = a.ring.build()?;
+    let keys = plan_cmd::load_keys(a.key_file.as_deref(), a.keys)
+        .map_err(|e| usage(format!("cannot read --key-file: {e}")))?;
+    if keys.is_empty() {
+        return Err(usage("no keys to plan with"));
+    }
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let mut printed = false;
+    if let Some(vs) = &a.vs_flavor {
+        let b: Flavor = vs.parse().map_err(usage)?;
+        let hb: Option<KeyHash> = match &a.vs_hash {
+            Some(h) => Some(h.parse().map_err(usage)?),
+            None => None,
+        };
+        let d = memshard::plan::compare_flavors(
+            before.servers(),
+            before.flavor(),
+            b,
+            Some(before.key_hash()),
+            hb,
+            &keys,
+        )
+        .map_err(usage)?;
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&d).map_err(|e| usage(e.to_string()))?
+            );
+        } else {
+            print!("{}", plan_cmd::diff_text(&d));
+        }
+        printed = true;
+    }
+    if let Some(to) = &a.to {
+        let text = std::fs::read_to_string(to)
+            .map_err(|e| usage(format!("cannot read server list {}: {e}", to.display())))?;
+        let after = memshard::parse_server_list(&text)
+            .map_err(|e| usage(format!("{}: {e}", to.display())))?;
+        let p = plan_cmd::with_progress(keys.len(), |progress| {
+            memshard::plan::plan(
+                before.servers(),
+                &after,
+                before.flavor(),
+                Some(before.key_hash()),
+                before.hash_tag(),
+                &keys,
+                threads,
+                progress,
+            )
+        })
+        .map_err(usage)?;
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&p).map_err(|e| usage(e.to_string()))?
+            );
+        } else {
+            print!("{}", plan_cmd::text(&p));
+        }
+        if let Some(out) = &a.svg {
+            std::fs::write(out, plan_cmd::svg(&p))?;
+            eprintln!("memshard plan: wrote {}", out.display());
+        }
+        printed = true;
+    }
+    if !a.points.is_empty() {
+        println!(
+            "imbalance of a plain ketama ring over {} servers, {} keys:",
+            before.servers().len(),
+            keys.len()
+        );
+        println!(
+            "  {:>16} {:>16} {:>16}",
+            "points/server", "heaviest/mean", "lightest/mean"
+        );
+        for &pts in &a.points {
+            let (hi, lo) =
+                memshard::plan::imbalance_with_points(before.servers(), pts.max(1), keys.len());
+            println!("  {pts:>16} {hi:>16.3} {lo:>16.3}");
+        }
+        printed = true;
+    }
+    if !printed {
+        return Err(usage(
+            "give --to FILE2 (plan a change), --vs-flavor B (compare two clients) or --points N,... (imbalance table)",
+        ));
     }
     Ok(())
 }

@@ -1,0 +1,299 @@
+//! `memshard plan`: output of the planner as text, JSON or SVG.
+
+use memshard::plan::{FlavorDiff, Keys, Method, Plan};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Run `f` while a progress line is drawn on a terminal's standard error (long runs only).
+pub fn with_progress<T>(total: u64, f: impl FnOnce(&AtomicU64) -> T) -> T {
+    let done = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let show = std::io::stderr().is_terminal() && total >= 200_000;
+    std::thread::scope(|s| {
+        if show {
+            s.spawn(|| {
+                while !finished.load(Ordering::Relaxed) {
+                    let d = done.load(Ordering::Relaxed).min(total);
+                    let pct = d as f64 * 100.0 / total as f64;
+                    let bar = "#".repeat((pct / 5.0) as usize);
+                    eprint!("\rplanning [{bar:<20}] {pct:5.1}% of {total} keys");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                eprint!("\r{:60}\r", "");
+            });
+        }
+        let r = f(&done);
+        finished.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// The plan as text.
+pub fn text(p: &Plan) -> String {
+    let mut o = String::new();
+    let before = p
+        .servers
+        .iter()
+        .filter(|s| s.weight_before.is_some())
+        .count();
+    let after = p
+        .servers
+        .iter()
+        .filter(|s| s.weight_after.is_some())
+        .count();
+    let _ = writeln!(
+        o,
+        "memshard plan: {} keys, {before} servers -> {after} servers, ketama flavor {}",
+        p.keys, p.flavor
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<12} {:>9} {:>10}  {:>22}  {:>22}",
+        "method", "moved", "non-mono", "before heavy/light", "after heavy/light"
+    );
+    for m in &p.methods {
+        let _ = writeln!(
+            o,
+            "{:<12} {:>9} {:>10}  {:>10.3} / {:<9.3}  {:>10.3} / {:<9.3}",
+            m.method.name(),
+            pct(m.moved_share),
+            m.non_monotone,
+            m.imbalance_before.0,
+            m.imbalance_before.1,
+            m.imbalance_after.0,
+            m.imbalance_after.1
+        );
+    }
+    let _ = writeln!(
+        o,
+        "(heavy/light: most and least loaded server's keys relative to its weight share; modulo and jump ignore weights)"
+    );
+    if let Some(k) = p.methods.iter().find(|m| m.method == Method::Ketama) {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "ketama per server:");
+        let (wb, wa): (u64, u64) = p.servers.iter().fold((0, 0), |(b, a), s| {
+            (
+                b + s.weight_before.unwrap_or(0) as u64,
+                a + s.weight_after.unwrap_or(0) as u64,
+            )
+        });
+        let _ = writeln!(
+            o,
+            "  {:<28} {:>14} {:>14} {:>11} {:>11}",
+            "server", "weight before", "weight after", "keys before", "keys after"
+        );
+        for (i, s) in p.servers.iter().enumerate() {
+            let w = |x: Option<u32>, t: u64| {
+                x.map_or("-".to_string(), |w| {
+                    format!("{w} ({:.1}%)", w as f64 * 100.0 / t as f64)
+                })
+            };
+            let kshare = |n: u64| format!("{:.1}%", n as f64 * 100.0 / p.keys.max(1) as f64);
+            let _ = writeln!(
+                o,
+                "  {:<28} {:>14} {:>14} {:>11} {:>11}",
+                s.addr,
+                w(s.weight_before, wb),
+                w(s.weight_after, wa),
+                kshare(k.keys_before[i]),
+                kshare(k.keys_after[i])
+            );
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "ketama moves (from -> to: keys), {} keys moved:",
+            k.moved
+        );
+        for (f, t, n) in k.moves.iter().take(20) {
+            let flag = if p.servers[*f].unchanged() && p.servers[*t].unchanged() {
+                "  NON-MONOTONE"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                o,
+                "  {} -> {}: {n}{flag}",
+                p.servers[*f].addr, p.servers[*t].addr
+            );
+        }
+        if k.moves.len() > 20 {
+            let _ = writeln!(o, "  ... {} more pairs", k.moves.len() - 20);
+        }
+        let _ = writeln!(
+            o,
+            "non-monotone moves (between servers present before and after with unchanged weight): {} keys",
+            k.non_monotone
+        );
+    }
+    o
+}
+
+/// The flavour comparison as text.
+pub fn diff_text(d: &FlavorDiff) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} vs {}: {} of {} keys ({}) are placed on different servers",
+        d.flavors.0,
+        d.flavors.1,
+        d.differ,
+        d.keys,
+        pct(d.differ as f64 / d.keys.max(1) as f64)
+    );
+    let _ = writeln!(o, "why:");
+    for r in &d.reasons {
+        let _ = writeln!(o, "  - {r}");
+    }
+    let _ = writeln!(
+        o,
+        "per server: points in {} / {}, first point name",
+        d.flavors.0, d.flavors.1
+    );
+    for (addr, a, b, na, nb) in &d.servers {
+        let mark = if a != b || na != nb { " *" } else { "" };
+        let _ = writeln!(o, "  {addr:<28} {a:>6} / {b:<6} {na:?} / {nb:?}{mark}");
+    }
+    if !d.pairs.is_empty() {
+        let _ = writeln!(
+            o,
+            "disagreements ({} -> {}: keys):",
+            d.flavors.0, d.flavors.1
+        );
+        for (x, y, n) in d.pairs.iter().take(10) {
+            let _ = writeln!(o, "  {} -> {}: {n}", d.servers[*x].0, d.servers[*y].0);
+        }
+    }
+    o
+}
+
+/// SVG: per-server ketama load before and after, and the moved share per method.
+pub fn svg(p: &Plan) -> String {
+    let k = p.methods.iter().find(|m| m.method == Method::Ketama);
+    let n = p.servers.len();
+    let row = 22.0;
+    let bars_h = n as f64 * row + 40.0;
+    let methods_h = p.methods.len() as f64 * row + 40.0;
+    let (w, label_w, bar_w) = (760.0, 220.0, 240.0);
+    let h = 40.0 + bars_h + methods_h;
+    let max_share = k
+        .map(|k| {
+            k.keys_before
+                .iter()
+                .chain(&k.keys_after)
+                .copied()
+                .max()
+                .unwrap_or(1) as f64
+                / p.keys.max(1) as f64
+        })
+        .unwrap_or(1.0)
+        .max(1e-9);
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        o,
+        r#"<text x="10" y="22" font-size="15" font-weight="bold">memshard plan: {} keys, flavor {}</text>"#,
+        p.keys,
+        esc(&p.flavor)
+    );
+    let y0 = 50.0;
+    let _ = writeln!(
+        o,
+        r##"<text x="10" y="{y0}" font-weight="bold">Keys per server (ketama): <tspan fill="#4477aa">before</tspan> / <tspan fill="#ee6677">after</tspan></text>"##
+    );
+    if let Some(k) = k {
+        for (i, s) in p.servers.iter().enumerate() {
+            let y = y0 + 12.0 + i as f64 * row;
+            let b = k.keys_before[i] as f64 / p.keys.max(1) as f64;
+            let a = k.keys_after[i] as f64 / p.keys.max(1) as f64;
+            let _ = writeln!(
+                o,
+                r#"<text x="10" y="{}">{}</text>"#,
+                y + 14.0,
+                esc(&s.addr)
+            );
+            let _ = writeln!(
+                o,
+                r##"<rect x="{label_w}" y="{}" width="{:.1}" height="8" fill="#4477aa"/>"##,
+                y + 2.0,
+                bar_w * b / max_share
+            );
+            let _ = writeln!(
+                o,
+                r##"<rect x="{label_w}" y="{}" width="{:.1}" height="8" fill="#ee6677"/>"##,
+                y + 10.0,
+                bar_w * a / max_share
+            );
+            let _ = writeln!(
+                o,
+                r#"<text x="{}" y="{}">{:.1}% → {:.1}%</text>"#,
+                label_w + bar_w + 10.0,
+                y + 14.0,
+                b * 100.0,
+                a * 100.0
+            );
+        }
+    }
+    let y1 = y0 + bars_h;
+    let _ = writeln!(
+        o,
+        r#"<text x="10" y="{y1}" font-weight="bold">Share of keys that move</text>"#
+    );
+    for (i, m) in p.methods.iter().enumerate() {
+        let y = y1 + 12.0 + i as f64 * row;
+        let _ = writeln!(
+            o,
+            r#"<text x="10" y="{}">{}</text>"#,
+            y + 14.0,
+            m.method.name()
+        );
+        let _ = writeln!(
+            o,
+            r##"<rect x="{label_w}" y="{}" width="{:.1}" height="14" fill="#228833"/>"##,
+            y + 3.0,
+            bar_w * m.moved_share
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            label_w + bar_w + 10.0,
+            y + 14.0,
+            pct(m.moved_share)
+        );
+    }
+    let _ = writeln!(o, "</svg>");
+    o
+}
+
+/// Keys from `--key-file` (one per line) or `--keys N` synthetic ones.
+pub fn load_keys(key_file: Option<&std::path::Path>, n: u64) -> std::io::Result<Keys> {
+    match key_file {
+        None => Ok(Keys::Synthetic(n)),
+        Some(p) => {
+            let data = std::fs::read(p)?;
+            let keys = data
+                .split(|&b| b == b'\n')
+                .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect();
+            Ok(Keys::List(keys))
+        }
+    }
+}
