@@ -242,11 +242,9 @@ fn rebalanced_slots(before: &[u32], old_to_new: &[Option<usize>], new_weights: &
     let mut have = vec![0usize; new_weights.len()];
     let mut owner: Vec<Option<u32>> = vec![None; SLOTS];
     for (slot, &o) in before.iter().enumerate() {
-        if let Some(n) = old_to_new[o as usize] {
-            if have[n] < targets[n] {
-                have[n] += 1;
-                owner[slot] = Some(n as u32);
-            }
+        if let Some(n) = old_to_new[o as usize].filter(|&n| have[n] < targets[n]) {
+            have[n] += 1;
+            owner[slot] = Some(n as u32);
         }
     }
     let mut next = 0;
@@ -258,6 +256,17 @@ fn rebalanced_slots(before: &[u32], old_to_new: &[Option<usize>], new_weights: &
         *o = Some(next as u32);
     }
     owner.into_iter().map(|o| o.unwrap_or(0)).collect()
+}
+
+/// How the ketama method's ring is built.
+#[derive(Clone, Copy, Debug)]
+pub struct RingChoice {
+    /// The flavour.
+    pub flavor: Flavor,
+    /// Key hash (None: the flavour's default).
+    pub hash: Option<KeyHash>,
+    /// Hash tag.
+    pub tag: Option<HashTag>,
 }
 
 /// Per-thread tallies.
@@ -272,13 +281,12 @@ struct Tally {
 pub fn plan(
     before: &[Server],
     after: &[Server],
-    flavor: Flavor,
-    hash: Option<KeyHash>,
-    tag: Option<HashTag>,
+    ring: RingChoice,
     keys: &Keys,
     threads: usize,
     progress: &AtomicU64,
 ) -> Result<Plan, RingError> {
+    let RingChoice { flavor, hash, tag } = ring;
     let rb = Ring::with_options(before.to_vec(), flavor, hash, tag)?;
     let ra = Ring::with_options(after.to_vec(), flavor, hash, tag)?;
     // the union of both lists, by address as written
