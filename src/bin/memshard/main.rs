@@ -587,16 +587,12 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         let after = memshard::parse_server_list(&text)
             .map_err(|e| usage(format!("{}: {e}", to.display())))?;
         let p = plan_cmd::with_progress(keys.len(), |progress| {
-            memshard::plan::plan(
-                before.servers(),
-                &after,
-                before.flavor(),
-                Some(before.key_hash()),
-                before.hash_tag(),
-                &keys,
-                threads,
-                progress,
-            )
+            let choice = memshard::plan::RingChoice {
+                flavor: before.flavor(),
+                hash: Some(before.key_hash()),
+                tag: before.hash_tag(),
+            };
+            memshard::plan::plan(before.servers(), &after, choice, &keys, threads, progress)
         })
         .map_err(usage)?;
         if a.json {
