@@ -5,6 +5,7 @@ use crate::KeyHash;
 use crate::conn::{Conn, ConnOptions};
 use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
+use crate::near::{NearCache, NearCacheConfig, NearCacheStats};
 use crate::pool::Manager;
 use crate::proto::{self, Reply, Request, StoreCommand};
 use crate::ring::{Flavor, HashTag, Ring};
@@ -86,18 +87,20 @@ pub enum TouchOutcome {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
-    servers: Vec<Server>,
-    flavor: Flavor,
-    hash: Option<KeyHash>,
-    tag: Option<HashTag>,
-    pool_size: u32,
-    min_idle: Option<u32>,
-    checkout_timeout: Duration,
-    ping_on_checkout: bool,
-    conn: ConnOptions,
-    prefix: Vec<u8>,
-    hash_with_prefix: bool,
-    policy: FailurePolicy,
+    // pub(crate): the async client (`aio`, feature `async`) builds from the same settings.
+    pub(crate) servers: Vec<Server>,
+    pub(crate) flavor: Flavor,
+    pub(crate) hash: Option<KeyHash>,
+    pub(crate) tag: Option<HashTag>,
+    pub(crate) pool_size: u32,
+    pub(crate) min_idle: Option<u32>,
+    pub(crate) checkout_timeout: Duration,
+    pub(crate) ping_on_checkout: bool,
+    pub(crate) conn: ConnOptions,
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) hash_with_prefix: bool,
+    pub(crate) policy: FailurePolicy,
+    near: Option<NearCacheConfig>,
 }
 
 impl Default for Builder {
@@ -115,6 +118,7 @@ impl Default for Builder {
             prefix: Vec::new(),
             hash_with_prefix: false,
             policy: FailurePolicy::default(),
+            near: None,
         }
     }
 }
@@ -220,6 +224,12 @@ impl Builder {
         self
     }
 
+    /// An in-process near cache for the keys the config marks (hot keys). Default: off.
+    pub fn near_cache(mut self, config: NearCacheConfig) -> Self {
+        self.near = Some(config);
+        self
+    }
+
     /// Build the ring and one pool per server. No connection is opened yet (unless
     /// `min_idle` asks for some), so a server that is down does not stop the build.
     pub fn build(self) -> Result<Client> {
@@ -267,15 +277,52 @@ impl Builder {
                 pools,
                 prefix: self.prefix,
                 hash_with_prefix: self.hash_with_prefix,
+                near: self.near.map(NearCache::new),
             }),
         })
     }
 }
 
 /// The ring in force and, for each of its servers, the index in the configured list.
-struct Routing {
-    ring: Ring,
-    to_server: Vec<usize>,
+/// Shared with the async client (`aio`).
+pub(crate) struct Routing {
+    pub(crate) ring: Ring,
+    pub(crate) to_server: Vec<usize>,
+}
+
+impl Routing {
+    /// The ring over every configured server.
+    pub(crate) fn full(ring: &Ring) -> Routing {
+        Routing {
+            ring: ring.clone(),
+            to_server: (0..ring.servers().len()).collect(),
+        }
+    }
+
+    /// The routing auto-eject uses: the ring over the servers that are not down, built exactly
+    /// as the flavour builds it for that list (live count and total weight change point
+    /// counts); the full ring when nobody (or everybody) is live. `None` if that ring cannot
+    /// be built (cannot happen for a subset of a list that built).
+    pub(crate) fn over_live(ring: &Ring, health: &[Health]) -> Option<Routing> {
+        let all = ring.servers();
+        let live: Vec<usize> = (0..all.len()).filter(|&i| !health[i].is_down()).collect();
+        if live.is_empty() || live.len() == all.len() {
+            // Nobody (or everybody) is live: keep the full ring; down servers fail fast.
+            return Some(Routing::full(ring));
+        }
+        let servers = live.iter().map(|&i| all[i].clone()).collect();
+        Ring::with_options(
+            servers,
+            ring.flavor(),
+            Some(ring.key_hash()),
+            ring.hash_tag(),
+        )
+        .ok()
+        .map(|ring| Routing {
+            ring,
+            to_server: live,
+        })
+    }
 }
 
 struct Inner {
@@ -292,6 +339,7 @@ struct Inner {
     pools: Vec<r2d2::Pool<Manager>>,
     prefix: Vec<u8>,
     hash_with_prefix: bool,
+    near: Option<NearCache>,
 }
 
 impl Inner {
@@ -326,31 +374,9 @@ impl Inner {
             return;
         }
         let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
-        let all = self.ring.servers();
-        let live: Vec<usize> = (0..all.len())
-            .filter(|&i| !self.health[i].is_down())
-            .collect();
-        let routing = if live.is_empty() || live.len() == all.len() {
-            // Nobody (or everybody) is live: keep the full ring; down servers fail fast.
-            Routing {
-                ring: self.ring.clone(),
-                to_server: (0..all.len()).collect(),
-            }
-        } else {
-            let servers = live.iter().map(|&i| all[i].clone()).collect();
-            match Ring::with_options(
-                servers,
-                self.ring.flavor(),
-                Some(self.ring.key_hash()),
-                self.ring.hash_tag(),
-            ) {
-                Ok(ring) => Routing {
-                    ring,
-                    to_server: live,
-                },
-                // Cannot happen for a subset of a list that built; keep the current ring.
-                Err(_) => return,
-            }
+        // Cannot fail for a subset of a list that built; if it did, keep the current ring.
+        let Some(routing) = Routing::over_live(&self.ring, &self.health) else {
+            return;
         };
         self.routing.store(Arc::new(routing));
     }
@@ -483,6 +509,37 @@ impl Client {
         self.inner.routing.load().ring.clone()
     }
 
+    /// Configured server `i`.
+    pub(crate) fn server(&self, i: usize) -> &Server {
+        &self.inner.ring.servers()[i]
+    }
+
+    /// The distinct-server walk from `key` over the ring in force, as configured indexes.
+    pub(crate) fn current_walk(&self, key: &[u8]) -> Vec<usize> {
+        let routing = self.inner.routing.load();
+        let prefixed;
+        let hashed = if self.inner.hash_with_prefix {
+            prefixed = [&self.inner.prefix[..], key].concat();
+            &prefixed[..]
+        } else {
+            key
+        };
+        routing
+            .ring
+            .distinct_indexes(hashed)
+            .map(|i| routing.to_server[i])
+            .collect()
+    }
+
+    /// [`Client::wire_key`] for the replica module.
+    pub(crate) fn wire_key_for(&self, key: &[u8]) -> Result<Vec<u8>> {
+        self.wire_key(key).map(|w| w.into_owned())
+    }
+
+    pub(crate) fn check_value_len(&self, value: &[u8]) -> Result<()> {
+        self.check_value(value)
+    }
+
     /// Servers currently marked down.
     pub fn down_servers(&self) -> Vec<Server> {
         let inner = &self.inner;
@@ -608,8 +665,19 @@ impl Client {
 
     fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
         let r = self.route(key)?;
-        self.on_server(r.server, |conn| {
-            let keys = [&r.wire[..]];
+        self.retrieve_on(r.server, &r.wire, touch, cas)
+    }
+
+    /// `get`/`gets`/`gat`/`gats` of `wire` on `server`.
+    pub(crate) fn retrieve_on(
+        &self,
+        server: usize,
+        wire: &[u8],
+        touch: Option<u32>,
+        cas: bool,
+    ) -> Result<Option<Item>> {
+        self.on_server(server, |conn| {
+            let keys = [wire];
             let req = match touch {
                 None => Request::Get { keys: &keys, cas },
                 Some(exptime) => Request::GetAndTouch {
@@ -625,9 +693,39 @@ impl Client {
         })
     }
 
-    /// `get`: the value, or `None` on a miss.
+    /// `get`: the value, or `None` on a miss. Keys marked for the near cache are served from
+    /// the process while their cached copy is fresh.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
-        self.retrieve(key.as_ref(), None, false)
+        let key = key.as_ref();
+        let Some(near) = self.inner.near.as_ref().filter(|n| n.wants(key)) else {
+            return self.retrieve(key, None, false);
+        };
+        if let Some(item) = near.lookup(key) {
+            return Ok(Some(item));
+        }
+        let r = self.retrieve(key, None, false)?;
+        if let Some(item) = &r {
+            near.store(key, item);
+        }
+        Ok(r)
+    }
+
+    /// Near-cache counters, when the near cache is on.
+    pub fn near_cache_stats(&self) -> Option<NearCacheStats> {
+        self.inner.near.as_ref().map(NearCache::stats)
+    }
+
+    fn forget_all<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
+        if self.inner.near.is_some() {
+            keys.for_each(|k| self.forget(k));
+        }
+    }
+
+    /// Drop `key` from the near cache (after any write to it).
+    fn forget(&self, key: &[u8]) {
+        if let Some(near) = &self.inner.near {
+            near.invalidate(key);
+        }
     }
 
     /// `gets`: the value with its CAS unique.
@@ -655,10 +753,25 @@ impl Client {
     ) -> Result<StoreOutcome> {
         self.check_value(value)?;
         let r = self.route(key)?;
-        self.on_server(r.server, |conn| {
+        let res = self.store_on(r.server, cmd, &r.wire, value, flags, exptime);
+        self.forget(key);
+        res
+    }
+
+    /// One storage command for `wire` on `server`.
+    pub(crate) fn store_on(
+        &self,
+        server: usize,
+        cmd: StoreCommand,
+        wire: &[u8],
+        value: &[u8],
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        self.on_server(server, |conn| {
             conn.send_requests([Request::Store {
                 cmd,
-                key: &r.wire,
+                key: wire,
                 flags,
                 exptime,
                 value,
@@ -752,9 +865,16 @@ impl Client {
     /// `delete`.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
         let r = self.route(key.as_ref())?;
-        self.on_server(r.server, |conn| {
+        let res = self.delete_on(r.server, &r.wire);
+        self.forget(key.as_ref());
+        res
+    }
+
+    /// `delete` of `wire` on `server`.
+    pub(crate) fn delete_on(&self, server: usize, wire: &[u8]) -> Result<DeleteOutcome> {
+        self.on_server(server, |conn| {
             conn.send_requests([Request::Delete {
-                key: &r.wire,
+                key: wire,
                 noreply: false,
             }])?;
             match conn.read_reply()? {
@@ -767,7 +887,7 @@ impl Client {
 
     fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
         let r = self.route(key)?;
-        self.on_server(r.server, |conn| {
+        let res = self.on_server(r.server, |conn| {
             conn.send_requests([Request::Arith {
                 incr,
                 key: &r.wire,
@@ -779,7 +899,9 @@ impl Client {
                 Reply::NotFound => Ok(None),
                 other => Err(reply_error(other, conn, if incr { "incr" } else { "decr" })),
             }
-        })
+        });
+        self.forget(key);
+        res
     }
 
     /// `incr`: the new value, or `None` if the key does not exist.
@@ -910,6 +1032,40 @@ impl Client {
     /// Get many keys: one pipelined request per server, servers in parallel. Results are in
     /// the order of `keys`; a failing server gives errors for its keys only.
     pub fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        let Some(near) = &self.inner.near else {
+            return self.get_multi_servers(keys);
+        };
+        // marked keys with a fresh cached copy are answered here; the rest go to the servers
+        let mut out: Vec<Option<Result<Option<Item>>>> = keys
+            .iter()
+            .map(|k| {
+                let k = k.as_ref();
+                near.wants(k)
+                    .then(|| near.lookup(k))
+                    .flatten()
+                    .map(|item| Ok(Some(item)))
+            })
+            .collect();
+        let rest: Vec<&[u8]> = keys
+            .iter()
+            .zip(&out)
+            .filter(|(_, o)| o.is_none())
+            .map(|(k, _)| k.as_ref())
+            .collect();
+        let mut fetched = self.get_multi_servers(&rest).into_iter();
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            if o.is_none() {
+                let r = fetched.next().unwrap_or(Ok(None));
+                if let (Ok(Some(item)), true) = (&r, near.wants(k.as_ref())) {
+                    near.store(k.as_ref(), item);
+                }
+                *o = Some(r);
+            }
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    fn get_multi_servers<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         let mut out: Vec<Option<Result<Option<Item>>>> = (0..keys.len()).map(|_| None).collect();
         let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
         // Like libmemcached's mget: first one write to every server, then read the replies
@@ -1038,6 +1194,7 @@ impl Client {
         for (i, r) in results {
             out[i] = Some(r);
         }
+        self.forget_all(items.iter().map(|(k, _)| k.as_ref()));
         out.into_iter()
             .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
             .collect()
@@ -1063,6 +1220,7 @@ impl Client {
         for (i, r) in results {
             out[i] = Some(r);
         }
+        self.forget_all(keys.iter().map(|k| k.as_ref()));
         out.into_iter()
             .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
             .collect()
@@ -1133,6 +1291,7 @@ impl Client {
         for (i, r) in results {
             out[i] = Some(r);
         }
+        self.forget_all(items.iter().map(|(k, _)| k.as_ref()));
         out.into_iter()
             .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
             .collect()
@@ -1166,6 +1325,9 @@ impl Client {
 
     /// `flush_all [delay]` on every server.
     pub fn flush_all(&self, delay: Option<u32>) -> Vec<(Server, Result<()>)> {
+        if let Some(near) = &self.inner.near {
+            near.clear();
+        }
         self.on_all(|c| {
             c.send_requests([Request::FlushAll {
                 delay,

@@ -64,9 +64,11 @@ pub mod error;
 pub mod hash;
 pub mod health;
 mod md5x4;
+pub mod near;
 pub mod plan;
 pub mod pool;
 pub mod proto;
+pub mod replica;
 pub mod ring;
 pub mod servers;
 

@@ -651,3 +651,103 @@ pub fn compare_flavors(
         reasons,
     })
 }
+
+/// One hash tag in a key sample.
+#[derive(Clone, Debug, Serialize)]
+pub struct TagRow {
+    /// The tag's text (lossy UTF-8).
+    pub tag: String,
+    /// Keys that carry it.
+    pub keys: u64,
+    /// Share of all keys.
+    pub share: f64,
+    /// The one server they all land on.
+    pub server: String,
+}
+
+/// What a hash tag does to a key sample.
+#[derive(Clone, Debug, Serialize)]
+pub struct TagAudit {
+    /// Keys read.
+    pub keys: u64,
+    /// Keys that carry a (non-empty) tag.
+    pub tagged: u64,
+    /// Tags, most keys first.
+    pub tags: Vec<TagRow>,
+    /// Per server: address, keys, key share, weight share.
+    pub servers: Vec<(String, u64, f64, f64)>,
+    /// Tags holding more than the warning share, and servers loaded well above their share.
+    pub warnings: Vec<String>,
+}
+
+/// Audit `keys` under the ring's hash tag (`ring` must have been built with it): per tag, how
+/// many keys and which server they pile onto; per server, the resulting share; a warning for
+/// each tag holding more than `warn_share` of the keys.
+pub fn tag_audit(ring: &Ring, keys: &[Vec<u8>], warn_share: f64) -> TagAudit {
+    let tag = ring.hash_tag();
+    let mut per_tag: HashMap<&[u8], (u64, usize)> = HashMap::new();
+    let mut per_server = vec![0u64; ring.servers().len()];
+    let mut tagged = 0;
+    for k in keys {
+        let Some(s) = ring.route(k) else { continue };
+        per_server[s] += 1;
+        if let Some(span) = tag.map(|t| t.apply(k)).filter(|span| span.len() != k.len()) {
+            tagged += 1;
+            per_tag.entry(span).or_insert((0, s)).0 += 1;
+        }
+    }
+    let total = keys.len() as u64;
+    let share = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 / total as f64
+        }
+    };
+    let mut tags: Vec<TagRow> = per_tag
+        .into_iter()
+        .map(|(t, (n, s))| TagRow {
+            tag: String::from_utf8_lossy(t).into_owned(),
+            keys: n,
+            share: share(n),
+            server: ring.servers()[s].addr.clone(),
+        })
+        .collect();
+    tags.sort_by(|a, b| b.keys.cmp(&a.keys).then(a.tag.cmp(&b.tag)));
+    let wsum: u64 = ring.servers().iter().map(|s| s.weight as u64).sum();
+    let servers: Vec<(String, u64, f64, f64)> = ring
+        .servers()
+        .iter()
+        .zip(&per_server)
+        .map(|(s, &n)| (s.addr.clone(), n, share(n), s.weight as f64 / wsum as f64))
+        .collect();
+    let mut warnings: Vec<String> = tags
+        .iter()
+        .filter(|t| t.share > warn_share)
+        .map(|t| {
+            format!(
+                "tag {:?} holds {:.1}% of the keys ({} keys), all on {}: too wide a tag fills one server while the others sit empty",
+                t.tag,
+                t.share * 100.0,
+                t.keys,
+                t.server
+            )
+        })
+        .collect();
+    for (addr, n, ks, ws) in &servers {
+        if total > 0 && *ks > 1.5 * ws {
+            warnings.push(format!(
+                "server {addr} holds {:.1}% of the keys ({n}) against a weight share of {:.1}%",
+                ks * 100.0,
+                ws * 100.0
+            ));
+        }
+    }
+    TagAudit {
+        keys: total,
+        tagged,
+        tags,
+        servers,
+        warnings,
+    }
+}

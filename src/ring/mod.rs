@@ -268,8 +268,15 @@ impl Ring {
     /// Distinct servers in ring order starting at the key's owner: the owner first, then each
     /// server the first time the walk meets one of its points. For failover and replicas.
     pub fn distinct_servers<'r>(&'r self, key: &[u8]) -> DistinctServers<'r> {
-        let start = self.continuum.position(self.hash_key(key));
         DistinctServers {
+            walk: self.distinct_indexes(key),
+        }
+    }
+
+    /// [`Ring::distinct_servers`] as indexes into [`Ring::servers`].
+    pub fn distinct_indexes<'r>(&'r self, key: &[u8]) -> DistinctIndexes<'r> {
+        let start = self.continuum.position(self.hash_key(key));
+        DistinctIndexes {
             ring: self,
             start: start.unwrap_or(0),
             step: 0,
@@ -286,6 +293,20 @@ impl Ring {
 /// Iterator returned by [`Ring::distinct_servers`].
 #[derive(Debug)]
 pub struct DistinctServers<'r> {
+    walk: DistinctIndexes<'r>,
+}
+
+impl<'r> Iterator for DistinctServers<'r> {
+    type Item = &'r Server;
+    fn next(&mut self) -> Option<&'r Server> {
+        let ring = self.walk.ring;
+        self.walk.next().map(|i| &ring.servers[i])
+    }
+}
+
+/// Iterator returned by [`Ring::distinct_indexes`].
+#[derive(Debug)]
+pub struct DistinctIndexes<'r> {
     ring: &'r Ring,
     start: usize,
     step: usize,
@@ -293,9 +314,9 @@ pub struct DistinctServers<'r> {
     left: usize,
 }
 
-impl<'r> Iterator for DistinctServers<'r> {
-    type Item = &'r Server;
-    fn next(&mut self) -> Option<&'r Server> {
+impl Iterator for DistinctIndexes<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
         let n = self.ring.continuum.len();
         // Dalli's lookup takes the last point at or below the hash, so its clockwise walk goes
         // downwards through the points; every other flavour walks upwards.
@@ -312,7 +333,7 @@ impl<'r> Iterator for DistinctServers<'r> {
             if self.seen[w] & b == 0 {
                 self.seen[w] |= b;
                 self.left -= 1;
-                return Some(&self.ring.servers[s]);
+                return Some(s);
             }
         }
         None

@@ -90,6 +90,13 @@ struct PlanArgs {
     /// (comma-separated, e.g. 1,10,100,1000) over the --servers list.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     points: Vec<usize>,
+    /// Audit hash tags in the --key-file sample (tag from --hash-tag, default "{}"): keys per
+    /// tag, the server each tag piles onto, per-server share, warnings.
+    #[arg(long, requires = "key_file")]
+    tag_audit: bool,
+    /// With --tag-audit: warn about tags holding more than this share of the keys.
+    #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
+    warn_share: f64,
 }
 
 #[derive(Args)]
@@ -609,6 +616,29 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         }
         printed = true;
     }
+    if a.tag_audit {
+        let tag = before.hash_tag().unwrap_or(HashTag::new(b'{', b'}'));
+        let ring = Ring::with_options(
+            before.servers().to_vec(),
+            before.flavor(),
+            Some(before.key_hash()),
+            Some(tag),
+        )
+        .map_err(usage)?;
+        let memshard::plan::Keys::List(list) = &keys else {
+            return Err(usage("--tag-audit needs --key-file"));
+        };
+        let audit = memshard::plan::tag_audit(&ring, list, a.warn_share);
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&audit).map_err(|e| usage(e.to_string()))?
+            );
+        } else {
+            print!("{}", plan_cmd::audit_text(&audit, &tag.to_string()));
+        }
+        printed = true;
+    }
     if !a.points.is_empty() {
         println!(
             "imbalance of a plain ketama ring over {} servers, {} keys:",
@@ -628,7 +658,7 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
     }
     if !printed {
         return Err(usage(
-            "give --to FILE2 (plan a change), --vs-flavor B (compare two clients) or --points N,... (imbalance table)",
+            "give --to FILE2 (plan a change), --vs-flavor B (compare two clients), --tag-audit --key-file F, or --points N,... (imbalance table)",
         ));
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! `memshard plan`: output of the planner as text, JSON or SVG.
 
-use memshard::plan::{FlavorDiff, Keys, Method, Plan};
+use memshard::plan::{FlavorDiff, Keys, Method, Plan, TagAudit};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -296,4 +296,38 @@ pub fn load_keys(key_file: Option<&std::path::Path>, n: u64) -> std::io::Result<
             Ok(Keys::List(keys))
         }
     }
+}
+
+/// The tag audit as text.
+pub fn audit_text(a: &TagAudit, tag: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "tag audit ({tag}): {} keys, {} with a tag, {} distinct tags",
+        a.keys,
+        a.tagged,
+        a.tags.len()
+    );
+    let _ = writeln!(o, "largest tags:");
+    for t in a.tags.iter().take(20) {
+        let _ = writeln!(
+            o,
+            "  {:<30} {:>9} keys {:>7}  -> {}",
+            format!("{:?}", t.tag),
+            t.keys,
+            pct(t.share),
+            t.server
+        );
+    }
+    let _ = writeln!(o, "per server: keys, key share, weight share");
+    for (addr, n, ks, ws) in &a.servers {
+        let _ = writeln!(o, "  {addr:<28} {n:>9} {:>7} {:>7}", pct(*ks), pct(*ws));
+    }
+    if a.warnings.is_empty() {
+        let _ = writeln!(o, "no warnings");
+    }
+    for w in &a.warnings {
+        let _ = writeln!(o, "WARNING: {w}");
+    }
+    o
 }
