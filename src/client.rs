@@ -6,6 +6,7 @@ use crate::conn::{Conn, ConnOptions};
 use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::near::{NearCache, NearCacheConfig, NearCacheStats};
+use crate::observe;
 use crate::pool::Manager;
 use crate::proto::{self, Reply, Request, StoreCommand};
 use crate::ring::{Flavor, HashTag, Ring};
@@ -100,6 +101,7 @@ pub struct Builder {
     pub(crate) prefix: Vec<u8>,
     pub(crate) hash_with_prefix: bool,
     pub(crate) policy: FailurePolicy,
+    pub(crate) point_hash: Option<KeyHash>,
     near: Option<NearCacheConfig>,
 }
 
@@ -118,6 +120,7 @@ impl Default for Builder {
             prefix: Vec::new(),
             hash_with_prefix: false,
             policy: FailurePolicy::default(),
+            point_hash: None,
             near: None,
         }
     }
@@ -134,6 +137,33 @@ impl Builder {
     pub fn server_list(mut self, text: &str) -> Result<Self> {
         self.servers.extend(parse_server_list(text)?);
         Ok(self)
+    }
+
+    /// Everything a peer configuration says: servers, flavour, key hash, hash tag, failure
+    /// policy, timeout (connect/read/write) and namespace prefix.
+    ///
+    /// ```
+    /// let cfg = memshard::config::libmemcached("--SERVER=127.0.0.1:11211 --DISTRIBUTION=consistent --HASH=MD5").unwrap();
+    /// let client = memshard::Client::builder().peer_config(cfg).build().unwrap();
+    /// assert_eq!(client.ring().flavor(), memshard::Flavor::LibmemcachedUnweighted);
+    /// ```
+    pub fn peer_config(mut self, cfg: crate::config::PeerConfig) -> Self {
+        self.servers.extend(cfg.servers);
+        self.flavor = cfg.flavor;
+        self.hash = Some(cfg.hash);
+        self.point_hash = cfg.ring_hash;
+        self.tag = cfg.hash_tag;
+        self.policy = cfg.failure_policy;
+        if let Some(t) = cfg.timeout {
+            self.conn.connect_timeout = t;
+            self.conn.read_timeout = t;
+            self.conn.write_timeout = t;
+        }
+        if let Some(p) = cfg.prefix {
+            self.prefix = p.into_bytes();
+        }
+        self.hash_with_prefix = cfg.hash_with_prefix;
+        self
     }
 
     /// Placement flavour. Default: [`Flavor::Libmemcached`].
@@ -240,56 +270,126 @@ impl Builder {
             proto::validate_key(&self.prefix)
                 .map_err(|e| Error::Config(format!("key prefix: {e}")))?;
         }
-        let ring = Ring::with_options(self.servers, self.flavor, self.hash, self.tag)?;
-        let mut pools = Vec::with_capacity(ring.servers().len());
-        for s in ring.servers() {
-            let m = Manager::new(
-                &s.host,
-                s.port,
-                &s.addr,
-                self.conn.clone(),
-                self.ping_on_checkout,
-            );
-            let pool = r2d2::Pool::builder()
-                .max_size(self.pool_size)
-                .min_idle(self.min_idle)
-                .connection_timeout(self.checkout_timeout)
-                .test_on_check_out(self.ping_on_checkout)
-                .error_handler(Box::new(r2d2::NopErrorHandler))
-                .build_unchecked(m);
-            pools.push(pool);
+        let ring = Ring::with_point_hash(
+            self.servers,
+            self.flavor,
+            self.hash,
+            self.point_hash,
+            self.tag,
+        )?;
+        let inner = Arc::new(Inner {
+            view: ArcSwap::from_pointee(View::empty(&ring)),
+            rebuild: Mutex::new(()),
+            policy: self.policy,
+            epoch: Instant::now(),
+            pool_cfg: PoolCfg {
+                size: self.pool_size,
+                min_idle: self.min_idle,
+                checkout: self.checkout_timeout,
+                ping: self.ping_on_checkout,
+            },
+            conn_opts: self.conn,
+            prefix: self.prefix,
+            hash_with_prefix: self.hash_with_prefix,
+            near: self.near.map(NearCache::new),
+        });
+        let members = ring.servers().iter().map(|s| inner.new_member(s)).collect();
+        inner
+            .view
+            .store(Arc::new(View::new(Arc::new(ring), members, false)));
+        Ok(Client { inner })
+    }
+}
+
+/// Pool settings, kept to make pools for servers added later.
+#[derive(Clone, Copy, Debug)]
+struct PoolCfg {
+    size: u32,
+    min_idle: Option<u32>,
+    checkout: Duration,
+    ping: bool,
+}
+
+/// One configured server: its connection pool and its health. A server that stays in the list
+/// across [`Client::set_servers`] keeps its member (and so its pool and health).
+pub(crate) struct Member {
+    pub(crate) server: Server,
+    pool: r2d2::Pool<Manager>,
+    health: Health,
+    probing: AtomicBool,
+}
+
+/// What requests route with, replaced as a whole (by `set_servers` and by auto-eject): a
+/// request loads it once and finishes on it, whatever happens meanwhile.
+pub(crate) struct View {
+    /// The ring over every configured server; `members` is parallel to its servers.
+    full: Arc<Ring>,
+    members: Vec<Arc<Member>>,
+    /// `full`, or with auto-eject the ring over the live servers.
+    routing: Arc<Ring>,
+    /// `routing`'s server index → index into `members`.
+    to_member: Vec<usize>,
+}
+
+impl View {
+    fn empty(ring: &Ring) -> View {
+        let full = Arc::new(ring.clone());
+        View {
+            routing: full.clone(),
+            full,
+            members: Vec::new(),
+            to_member: Vec::new(),
         }
-        let n = ring.servers().len();
-        let routing = Routing {
-            ring: ring.clone(),
-            to_server: (0..n).collect(),
-        };
-        Ok(Client {
-            inner: Arc::new(Inner {
-                ring,
-                routing: ArcSwap::from_pointee(routing),
-                rebuild: Mutex::new(()),
-                health: (0..n).map(|_| Health::default()).collect(),
-                probing: (0..n).map(|_| AtomicBool::new(false)).collect(),
-                policy: self.policy,
-                epoch: Instant::now(),
-                conn_opts: self.conn,
-                pools,
-                prefix: self.prefix,
-                hash_with_prefix: self.hash_with_prefix,
-                near: self.near.map(NearCache::new),
-            }),
-        })
+    }
+
+    /// The view over `members`; with `eject`, routing over the members that are not down.
+    fn new(full: Arc<Ring>, members: Vec<Arc<Member>>, eject: bool) -> View {
+        let n = members.len();
+        let live: Vec<usize> = (0..n)
+            .filter(|&i| !eject || !members[i].health.is_down())
+            .collect();
+        if live.is_empty() || live.len() == n {
+            // Nobody (or everybody) is live: the full ring; down servers fail fast.
+            return View {
+                routing: full.clone(),
+                full,
+                members,
+                to_member: (0..n).collect(),
+            };
+        }
+        let servers = live.iter().map(|&i| full.servers()[i].clone()).collect();
+        match full.with_servers(servers) {
+            Ok(r) => View {
+                routing: Arc::new(r),
+                full,
+                members,
+                to_member: live,
+            },
+            // Cannot happen for a subset of a list that built; keep the full ring.
+            Err(_) => View {
+                routing: full.clone(),
+                full,
+                members,
+                to_member: (0..n).collect(),
+            },
+        }
+    }
+
+    /// The member owning `hashed` (the key as hashed), or `None` for an empty ring.
+    fn owner(&self, hashed: &[u8]) -> Option<usize> {
+        self.routing.route(hashed).map(|i| self.to_member[i])
     }
 }
 
 /// The ring in force and, for each of its servers, the index in the configured list.
 /// Shared with the async client (`aio`).
+#[cfg_attr(not(feature = "async"), allow(dead_code))]
 pub(crate) struct Routing {
     pub(crate) ring: Ring,
     pub(crate) to_server: Vec<usize>,
 }
 
+#[cfg_attr(not(feature = "async"), allow(dead_code))]
 impl Routing {
     /// The ring over every configured server.
     pub(crate) fn full(ring: &Ring) -> Routing {
@@ -326,41 +426,58 @@ impl Routing {
 }
 
 struct Inner {
-    /// The ring over every configured server.
-    ring: Ring,
-    /// The ring requests use: `ring`, or with auto-eject the ring over the live servers.
-    routing: ArcSwap<Routing>,
+    /// Ring, members and routing in force.
+    view: ArcSwap<View>,
+    /// One rebuild of the view at a time.
     rebuild: Mutex<()>,
-    health: Vec<Health>,
-    probing: Vec<AtomicBool>,
     policy: FailurePolicy,
     epoch: Instant,
+    pool_cfg: PoolCfg,
     conn_opts: ConnOptions,
-    pools: Vec<r2d2::Pool<Manager>>,
     prefix: Vec<u8>,
     hash_with_prefix: bool,
     near: Option<NearCache>,
 }
 
 impl Inner {
-    fn addr(&self, server: usize) -> &str {
-        &self.ring.servers()[server].addr
+    fn new_member(&self, s: &Server) -> Arc<Member> {
+        let m = Manager::new(
+            &s.host,
+            s.port,
+            &s.addr,
+            self.conn_opts.clone(),
+            self.pool_cfg.ping,
+        );
+        let pool = r2d2::Pool::builder()
+            .max_size(self.pool_cfg.size)
+            .min_idle(self.pool_cfg.min_idle)
+            .connection_timeout(self.pool_cfg.checkout)
+            .test_on_check_out(self.pool_cfg.ping)
+            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .build_unchecked(m);
+        Arc::new(Member {
+            server: s.clone(),
+            pool,
+            health: Health::default(),
+            probing: AtomicBool::new(false),
+        })
     }
 
-    /// Count the outcome of talking to `server`. Errors about the request itself say nothing
+    /// Count the outcome of talking to `m`. Errors about the request itself say nothing
     /// about the server; an error reply means it is alive.
-    fn observe(self: &Arc<Self>, server: usize, err: Option<&Error>) {
+    fn observe(self: &Arc<Self>, m: &Arc<Member>, err: Option<&Error>) {
         let t = match err {
-            None | Some(Error::Server { .. }) => self.health[server].success(),
+            None | Some(Error::Server { .. }) => m.health.success(),
             Some(e) if e.is_server_failure() => {
-                self.health[server].failure(&self.policy, self.epoch, Instant::now())
+                m.health.failure(&self.policy, self.epoch, Instant::now())
             }
             Some(_) => Transition::None,
         };
         match t {
             Transition::WentDown => {
+                observe::ejected(&m.server.addr);
                 self.rebuild_routing();
-                self.spawn_prober(server);
+                self.spawn_prober(m);
             }
             Transition::CameBack => self.rebuild_routing(),
             Transition::None => {}
@@ -374,36 +491,43 @@ impl Inner {
             return;
         }
         let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
-        // Cannot fail for a subset of a list that built; if it did, keep the current ring.
-        let Some(routing) = Routing::over_live(&self.ring, &self.health) else {
-            return;
-        };
-        self.routing.store(Arc::new(routing));
+        let cur = self.view.load_full();
+        self.view.store(Arc::new(View::new(
+            cur.full.clone(),
+            cur.members.clone(),
+            true,
+        )));
     }
 
     /// Probe a down server in the background each time its retry timeout passes, until it
     /// answers `version`; then it is up again (and rejoins the ring with auto-eject).
-    fn spawn_prober(self: &Arc<Self>, server: usize) {
-        if self.probing[server].swap(true, Ordering::AcqRel) {
+    fn spawn_prober(self: &Arc<Self>, m: &Arc<Member>) {
+        if m.probing.swap(true, Ordering::AcqRel) {
             return;
         }
         let weak: Weak<Inner> = Arc::downgrade(self);
+        let member = m.clone();
         let spawned = std::thread::Builder::new()
-            .name(format!("memshard-probe-{server}"))
-            .spawn(move || prober(weak, server));
+            .name(format!("memshard-probe-{}", m.server.addr))
+            .spawn(move || prober(weak, member));
         if spawned.is_err() {
-            self.probing[server].store(false, Ordering::Release);
+            m.probing.store(false, Ordering::Release);
         }
     }
 }
 
-fn prober(weak: Weak<Inner>, server: usize) {
+fn prober(weak: Weak<Inner>, m: Arc<Member>) {
     loop {
-        // Hold the client only while working, so dropping it ends this thread.
+        // Hold the client only while working, so dropping it ends this thread; a server
+        // removed by set_servers is not probed any longer.
         let Some(inner) = weak.upgrade() else { return };
-        match inner.health[server].availability(inner.epoch, Instant::now()) {
+        if !inner.view.load().members.iter().any(|x| Arc::ptr_eq(x, &m)) {
+            m.probing.store(false, Ordering::Release);
+            return;
+        }
+        match m.health.availability(inner.epoch, Instant::now()) {
             Availability::Up => {
-                inner.probing[server].store(false, Ordering::Release);
+                m.probing.store(false, Ordering::Release);
                 return;
             }
             Availability::Down(wait) => {
@@ -411,7 +535,8 @@ fn prober(weak: Weak<Inner>, server: usize) {
                 std::thread::sleep(wait.min(Duration::from_millis(100)));
             }
             Availability::Probe => {
-                let s = &inner.ring.servers()[server];
+                let s = &m.server;
+                observe::retried(&s.addr);
                 let answered =
                     Conn::connect(&s.host, s.port, &s.addr, &inner.conn_opts).and_then(|mut c| {
                         c.send_requests([Request::Version])?;
@@ -422,14 +547,14 @@ fn prober(weak: Weak<Inner>, server: usize) {
                     });
                 match answered {
                     Ok(()) => {
-                        if inner.health[server].success() == Transition::CameBack {
+                        if m.health.success() == Transition::CameBack {
                             inner.rebuild_routing();
                         }
-                        inner.probing[server].store(false, Ordering::Release);
+                        m.probing.store(false, Ordering::Release);
                         return;
                     }
                     Err(_) => {
-                        inner.health[server].failure(&inner.policy, inner.epoch, Instant::now());
+                        m.health.failure(&inner.policy, inner.epoch, Instant::now());
                     }
                 }
             }
@@ -446,14 +571,14 @@ pub struct Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("servers", &self.inner.ring.servers().len())
-            .field("flavor", &self.inner.ring.flavor())
+            .field("servers", &self.inner.view.load().members.len())
+            .field("flavor", &self.inner.view.load().full.flavor())
             .finish()
     }
 }
 
 /// Input indexes grouped by the server that owns them: `(server, indexes)`.
-type Groups = Vec<(usize, Vec<usize>)>;
+type Groups = Vec<(Arc<Member>, Vec<usize>)>;
 
 /// A server's statistics as `(name, value)` pairs.
 pub type Stats = Vec<(String, String)>;
@@ -461,7 +586,7 @@ pub type Stats = Vec<(String, String)>;
 /// A key ready to send: validated, prefixed, and routed.
 struct Routed<'k> {
     wire: Cow<'k, [u8]>,
-    server: usize,
+    member: Arc<Member>,
 }
 
 fn check_store(reply: Reply, conn: &mut Conn, what: &str) -> Result<StoreOutcome> {
@@ -500,35 +625,85 @@ impl Client {
     }
 
     /// The ring over every configured server (placement when all servers are up).
-    pub fn ring(&self) -> &Ring {
-        &self.inner.ring
+    pub fn ring(&self) -> Arc<Ring> {
+        self.inner.view.load().full.clone()
     }
 
     /// The ring in force now: with auto-eject and a server down, the ring over the live servers.
     pub fn current_ring(&self) -> Ring {
-        self.inner.routing.load().ring.clone()
+        (*self.inner.view.load().routing).clone()
     }
 
-    /// Configured server `i`.
-    pub(crate) fn server(&self, i: usize) -> &Server {
-        &self.inner.ring.servers()[i]
-    }
-
-    /// The distinct-server walk from `key` over the ring in force, as configured indexes.
-    pub(crate) fn current_walk(&self, key: &[u8]) -> Vec<usize> {
-        let routing = self.inner.routing.load();
-        let prefixed;
-        let hashed = if self.inner.hash_with_prefix {
-            prefixed = [&self.inner.prefix[..], key].concat();
-            &prefixed[..]
+    /// The key as hashed for placement.
+    fn hashed<'k>(&self, key: &'k [u8]) -> Cow<'k, [u8]> {
+        if self.inner.hash_with_prefix {
+            Cow::Owned([&self.inner.prefix[..], key].concat())
         } else {
-            key
-        };
-        routing
-            .ring
-            .distinct_indexes(hashed)
-            .map(|i| routing.to_server[i])
+            Cow::Borrowed(key)
+        }
+    }
+
+    /// The distinct-server walk from `key` over the ring in force.
+    pub(crate) fn current_walk(&self, key: &[u8]) -> Vec<Arc<Member>> {
+        let view = self.inner.view.load();
+        view.routing
+            .distinct_indexes(&self.hashed(key))
+            .map(|i| view.members[view.to_member[i]].clone())
             .collect()
+    }
+
+    /// Replace the server list while the client runs. The new ring is swapped in atomically;
+    /// requests in flight finish on the ring they started with; servers that stay keep their
+    /// pools (and health), new servers get pools, removed servers' pools are dropped once their
+    /// last request returns. Flavour, key hash and hash tag stay as built.
+    /// [`Client::plan_servers`] tells beforehand what the change costs.
+    pub fn set_servers(&self, servers: Vec<Server>) -> Result<()> {
+        let inner = &self.inner;
+        let _one_at_a_time = inner.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let cur = inner.view.load_full();
+        let ring = cur.full.with_servers(servers)?;
+        let members = ring
+            .servers()
+            .iter()
+            .map(|s| {
+                cur.members
+                    .iter()
+                    .find(|m| m.server.host == s.host && m.server.port == s.port)
+                    .cloned()
+                    .unwrap_or_else(|| inner.new_member(s))
+            })
+            .collect();
+        inner.view.store(Arc::new(View::new(
+            Arc::new(ring),
+            members,
+            inner.policy.auto_eject,
+        )));
+        Ok(())
+    }
+
+    /// What [`Client::set_servers`] with `servers` would cost, on `keys` (see
+    /// [`crate::plan::plan`]): the share of keys that move, per pair of servers, and the
+    /// imbalance before and after.
+    pub fn plan_servers(
+        &self,
+        servers: &[Server],
+        keys: &crate::plan::Keys,
+    ) -> Result<crate::plan::Plan> {
+        let full = self.ring();
+        let choice = crate::plan::RingChoice {
+            flavor: full.flavor(),
+            hash: Some(full.key_hash()),
+            tag: full.hash_tag(),
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(crate::plan::plan(
+            full.servers(),
+            servers,
+            choice,
+            keys,
+            threads,
+            &std::sync::atomic::AtomicU64::new(0),
+        )?)
     }
 
     /// [`Client::wire_key`] for the replica module.
@@ -542,10 +717,13 @@ impl Client {
 
     /// Servers currently marked down.
     pub fn down_servers(&self) -> Vec<Server> {
-        let inner = &self.inner;
-        (0..inner.health.len())
-            .filter(|&i| inner.health[i].is_down())
-            .map(|i| inner.ring.servers()[i].clone())
+        self.inner
+            .view
+            .load()
+            .members
+            .iter()
+            .filter(|m| m.health.is_down())
+            .map(|m| m.server.clone())
             .collect()
     }
 
@@ -568,14 +746,13 @@ impl Client {
         let inner = &*self.inner;
         let wire = self.wire_key(key)?;
         let hashed: &[u8] = if inner.hash_with_prefix { &wire } else { key };
-        let routing = inner.routing.load();
-        let i = routing
-            .ring
-            .route(hashed)
+        let view = inner.view.load();
+        let i = view
+            .owner(hashed)
             .ok_or(Error::Config("the ring has no points".into()))?;
         Ok(Routed {
+            member: view.members[i].clone(),
             wire,
-            server: routing.to_server[i],
         })
     }
 
@@ -590,41 +767,52 @@ impl Client {
         Ok(())
     }
 
-    /// A connection to `server`, unless it is marked down.
-    fn conn(&self, server: usize) -> Result<r2d2::PooledConnection<Manager>> {
+    /// A connection to `m`, unless it is marked down.
+    fn conn(&self, m: &Member) -> Result<r2d2::PooledConnection<Manager>> {
         let inner = &self.inner;
-        match inner.health[server].availability(inner.epoch, Instant::now()) {
+        match m.health.availability(inner.epoch, Instant::now()) {
             Availability::Up => {}
             Availability::Down(wait) => {
                 return Err(Error::ServerDown {
-                    server: inner.addr(server).to_string(),
+                    server: m.server.addr.clone(),
                     retry_in_ms: wait.as_millis(),
                 });
             }
             Availability::Probe => {
                 return Err(Error::ServerDown {
-                    server: inner.addr(server).to_string(),
+                    server: m.server.addr.clone(),
                     retry_in_ms: 0,
                 });
             }
         }
-        inner.pools[server].get().map_err(|e| {
+        let waited = Instant::now();
+        let got = m.pool.get();
+        observe::pool_wait(&m.server.addr, waited.elapsed());
+        got.map_err(|e| {
             let message = e.to_string();
             // r2d2 reports the last connect error after the timeout; without one, every
             // connection was simply busy.
             let exhausted = !message.contains(": ");
             Error::Pool {
-                server: inner.addr(server).to_string(),
+                server: m.server.addr.clone(),
                 message,
                 exhausted,
             }
         })
     }
 
-    /// Run `f` on a connection to `server` and count the outcome for its health.
-    fn on_server<T>(&self, server: usize, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
-        let r = self.conn(server).and_then(|mut c| f(&mut c));
-        self.inner.observe(server, r.as_ref().err());
+    /// Run `f` on a connection to `m` and count the outcome for its health.
+    fn on_server<T>(
+        &self,
+        m: &Arc<Member>,
+        command: &'static str,
+        f: impl FnOnce(&mut Conn) -> Result<T>,
+    ) -> Result<T> {
+        let _span = observe::span(command, &m.server.addr);
+        let started = Instant::now();
+        let r = self.conn(m).and_then(|mut c| f(&mut c));
+        observe::request(&m.server.addr, command, started.elapsed(), r.as_ref().err());
+        self.inner.observe(m, r.as_ref().err());
         r
     }
 
@@ -665,18 +853,24 @@ impl Client {
 
     fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
         let r = self.route(key)?;
-        self.retrieve_on(r.server, &r.wire, touch, cas)
+        self.retrieve_on(&r.member, &r.wire, touch, cas)
     }
 
     /// `get`/`gets`/`gat`/`gats` of `wire` on `server`.
     pub(crate) fn retrieve_on(
         &self,
-        server: usize,
+        server: &Arc<Member>,
         wire: &[u8],
         touch: Option<u32>,
         cas: bool,
     ) -> Result<Option<Item>> {
-        self.on_server(server, |conn| {
+        let command = match (touch, cas) {
+            (None, false) => "get",
+            (None, true) => "gets",
+            (Some(_), false) => "gat",
+            (Some(_), true) => "gats",
+        };
+        let r = self.on_server(server, command, |conn| {
             let keys = [wire];
             let req = match touch {
                 None => Request::Get { keys: &keys, cas },
@@ -690,7 +884,15 @@ impl Client {
             let mut out = None;
             Self::read_hits(conn, &keys, |_, item| out = Some(item))?;
             Ok(out)
-        })
+        });
+        if let Ok(found) = &r {
+            observe::hits(
+                &server.server.addr,
+                found.is_some() as u64,
+                found.is_none() as u64,
+            );
+        }
+        r
     }
 
     /// `get`: the value, or `None` on a miss. Keys marked for the near cache are served from
@@ -753,7 +955,7 @@ impl Client {
     ) -> Result<StoreOutcome> {
         self.check_value(value)?;
         let r = self.route(key)?;
-        let res = self.store_on(r.server, cmd, &r.wire, value, flags, exptime);
+        let res = self.store_on(&r.member, cmd, &r.wire, value, flags, exptime);
         self.forget(key);
         res
     }
@@ -761,14 +963,14 @@ impl Client {
     /// One storage command for `wire` on `server`.
     pub(crate) fn store_on(
         &self,
-        server: usize,
+        server: &Arc<Member>,
         cmd: StoreCommand,
         wire: &[u8],
         value: &[u8],
         flags: u32,
         exptime: u32,
     ) -> Result<StoreOutcome> {
-        self.on_server(server, |conn| {
+        self.on_server(server, cmd.verb(), |conn| {
             conn.send_requests([Request::Store {
                 cmd,
                 key: wire,
@@ -865,14 +1067,14 @@ impl Client {
     /// `delete`.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
         let r = self.route(key.as_ref())?;
-        let res = self.delete_on(r.server, &r.wire);
+        let res = self.delete_on(&r.member, &r.wire);
         self.forget(key.as_ref());
         res
     }
 
     /// `delete` of `wire` on `server`.
-    pub(crate) fn delete_on(&self, server: usize, wire: &[u8]) -> Result<DeleteOutcome> {
-        self.on_server(server, |conn| {
+    pub(crate) fn delete_on(&self, server: &Arc<Member>, wire: &[u8]) -> Result<DeleteOutcome> {
+        self.on_server(server, "delete", |conn| {
             conn.send_requests([Request::Delete {
                 key: wire,
                 noreply: false,
@@ -887,7 +1089,7 @@ impl Client {
 
     fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
         let r = self.route(key)?;
-        let res = self.on_server(r.server, |conn| {
+        let res = self.on_server(&r.member, if incr { "incr" } else { "decr" }, |conn| {
             conn.send_requests([Request::Arith {
                 incr,
                 key: &r.wire,
@@ -917,7 +1119,7 @@ impl Client {
     /// `touch`: set a new expiry.
     pub fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
         let r = self.route(key.as_ref())?;
-        self.on_server(r.server, |conn| {
+        self.on_server(&r.member, "touch", |conn| {
             conn.send_requests([Request::Touch {
                 key: &r.wire,
                 exptime,
@@ -935,8 +1137,8 @@ impl Client {
     /// thread), and collect `(input index, result)` pairs.
     fn fan_out<T: Send>(
         &self,
-        groups: Vec<(usize, Vec<usize>)>,
-        f: impl Fn(usize, &[usize]) -> Vec<(usize, T)> + Sync,
+        groups: Groups,
+        f: impl Fn(&Arc<Member>, &[usize]) -> Vec<(usize, T)> + Sync,
     ) -> Vec<(usize, T)> {
         let mut groups = groups.into_iter();
         let Some((first_server, first_idx)) = groups.next() else {
@@ -944,15 +1146,15 @@ impl Client {
         };
         let rest: Vec<_> = groups.collect();
         if rest.is_empty() {
-            return f(first_server, &first_idx);
+            return f(&first_server, &first_idx);
         }
         let f = &f;
         let joined = crossbeam_utils::thread::scope(|s| {
             let handles: Vec<_> = rest
                 .iter()
-                .map(|(srv, idx)| s.spawn(move |_| f(*srv, idx)))
+                .map(|(srv, idx)| s.spawn(move |_| f(srv, idx)))
                 .collect();
-            let mut out = f(first_server, &first_idx);
+            let mut out = f(&first_server, &first_idx);
             for h in handles {
                 match h.join() {
                     Ok(v) => out.extend(v),
@@ -990,6 +1192,8 @@ impl Client {
             }
         }
         let mut owner = vec![usize::MAX; keys.len()];
+        // one view for the whole operation
+        let view = self.inner.view.load_full();
         {
             let hashed: Vec<&[u8]> = valid
                 .iter()
@@ -998,13 +1202,11 @@ impl Client {
                     _ => keys[i],
                 })
                 .collect();
-            let routing = self.inner.routing.load();
             // Batch routing: four md5s at a time for the common case.
-            routing
-                .ring
-                .route_each(&hashed, |j, s| owner[valid[j]] = routing.to_server[s]);
+            view.routing
+                .route_each(&hashed, |j, s| owner[valid[j]] = view.to_member[s]);
         }
-        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); self.inner.pools.len()];
+        let mut by_member: Vec<Vec<usize>> = vec![Vec::new(); view.members.len()];
         let routed = wires
             .into_iter()
             .enumerate()
@@ -1014,17 +1216,18 @@ impl Client {
                     out[i] = Some(Err(Error::Config("the ring has no points".into())));
                     return None;
                 }
-                by_server[owner[i]].push(i);
+                by_member[owner[i]].push(i);
                 Some(Routed {
                     wire: w,
-                    server: owner[i],
+                    member: view.members[owner[i]].clone(),
                 })
             })
             .collect();
-        let groups = by_server
+        let groups = by_member
             .into_iter()
             .enumerate()
             .filter(|(_, v)| !v.is_empty())
+            .map(|(m, v)| (view.members[m].clone(), v))
             .collect();
         (routed, groups)
     }
@@ -1071,6 +1274,7 @@ impl Client {
         // Like libmemcached's mget: first one write to every server, then read the replies
         // server by server. The servers work in parallel while we read; no thread is spawned
         // (spawning one per server cost more than the whole exchange on loopback).
+        let started = Instant::now();
         let sent: Vec<_> = groups
             .into_iter()
             .map(|(server, idx)| {
@@ -1078,7 +1282,7 @@ impl Client {
                     .iter()
                     .map(|&i| routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
                     .collect();
-                let conn = self.conn(server).and_then(|mut c| {
+                let conn = self.conn(&server).and_then(|mut c| {
                     c.send_requests(
                         wire.chunks(GET_BATCH)
                             .map(|keys| Request::Get { keys, cas: false }),
@@ -1091,14 +1295,28 @@ impl Client {
         for (server, idx, wire, conn) in sent {
             let mut hits: Vec<Option<Item>> = vec![None; idx.len()];
             let r = conn.map_err(|e| (0, e)).and_then(|mut conn| {
+                let chunks = wire.len().div_ceil(GET_BATCH);
                 for (ci, chunk) in wire.chunks(GET_BATCH).enumerate() {
                     let base = ci * GET_BATCH;
-                    Self::read_hits(&mut conn, chunk, |j, item| hits[base + j] = Some(item))
-                        .map_err(|e| (base, e))?;
+                    if let Err(e) =
+                        Self::read_hits(&mut conn, chunk, |j, item| hits[base + j] = Some(item))
+                    {
+                        // the replies to the later batches are still on the wire: never reuse
+                        if ci + 1 < chunks {
+                            conn.mark_broken();
+                        }
+                        return Err((base, e));
+                    }
                 }
                 Ok(())
             });
-            self.inner.observe(server, r.as_ref().err().map(|(_, e)| e));
+            let err = r.as_ref().err().map(|(_, e)| e);
+            observe::request(&server.server.addr, "get_multi", started.elapsed(), err);
+            if err.is_none() {
+                let found = hits.iter().filter(|h| h.is_some()).count() as u64;
+                observe::hits(&server.server.addr, found, idx.len() as u64 - found);
+            }
+            self.inner.observe(&server, err);
             let failed_from = r.as_ref().err().map_or(idx.len(), |(from, _)| *from);
             for (j, (&i, hit)) in idx.iter().zip(hits).enumerate() {
                 out[i] = Some(match &r {
@@ -1113,12 +1331,14 @@ impl Client {
     /// Pipelined writes per server: `make` gives each key's request, `parse` reads its reply.
     fn write_multi<'r, 'a: 'r, T: Send>(
         &self,
+        command: &'static str,
         routed: &'r [Option<Routed<'a>>],
-        groups: Vec<(usize, Vec<usize>)>,
+        groups: Groups,
         make: impl Fn(usize, &'r [u8]) -> Request<'r> + Sync,
         parse: impl Fn(Reply, &mut Conn) -> Result<T> + Sync,
     ) -> Vec<(usize, Result<T>)> {
         self.fan_out(groups, |server, idx| {
+            let started = Instant::now();
             let mut res: Vec<(usize, Option<Result<T>>)> = idx.iter().map(|&i| (i, None)).collect();
             let run =
                 |res: &mut Vec<(usize, Option<Result<T>>)>| -> Result<()> {
@@ -1143,6 +1363,12 @@ impl Client {
                     Ok(())
                 };
             let r = run(&mut res);
+            observe::request(
+                &server.server.addr,
+                command,
+                started.elapsed(),
+                r.as_ref().err(),
+            );
             self.inner.observe(server, r.as_ref().err());
             if let Err(e) = r {
                 for r in res.iter_mut().filter(|r| r.1.is_none()) {
@@ -1179,6 +1405,7 @@ impl Client {
         }
         groups.retain(|(_, idx)| !idx.is_empty());
         let results = self.write_multi(
+            "set_multi",
             &routed,
             groups,
             |i, key| Request::Store {
@@ -1205,6 +1432,7 @@ impl Client {
         let mut out: Vec<Option<Result<DeleteOutcome>>> = (0..keys.len()).map(|_| None).collect();
         let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
         let results = self.write_multi(
+            "delete_multi",
             &routed,
             groups,
             |_, key| Request::Delete {
@@ -1300,21 +1528,28 @@ impl Client {
     /// Run one request on every server, in parallel; results in server order.
     fn on_all<T: Send>(
         &self,
+        command: &'static str,
         f: impl Fn(&mut Conn) -> Result<T> + Sync,
     ) -> Vec<(Server, Result<T>)> {
-        let groups = (0..self.inner.pools.len()).map(|s| (s, vec![s])).collect();
-        let mut res = self.fan_out(groups, |server, _| {
-            vec![(server, self.on_server(server, &f))]
+        let view = self.inner.view.load_full();
+        let groups = view
+            .members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.clone(), vec![i]))
+            .collect();
+        let mut res = self.fan_out(groups, |m, idx| {
+            vec![(idx[0], self.on_server(m, command, &f))]
         });
-        res.sort_by_key(|(s, _)| *s);
+        res.sort_by_key(|(i, _)| *i);
         res.into_iter()
-            .map(|(s, r)| (self.inner.ring.servers()[s].clone(), r))
+            .map(|(i, r)| (view.members[i].server.clone(), r))
             .collect()
     }
 
     /// `version` of every server.
     pub fn version(&self) -> Vec<(Server, Result<String>)> {
-        self.on_all(|c| {
+        self.on_all("version", |c| {
             c.send_requests([Request::Version])?;
             match c.read_reply()? {
                 Reply::Version(v) => Ok(v),
@@ -1328,7 +1563,7 @@ impl Client {
         if let Some(near) = &self.inner.near {
             near.clear();
         }
-        self.on_all(|c| {
+        self.on_all("flush_all", |c| {
             c.send_requests([Request::FlushAll {
                 delay,
                 noreply: false,
@@ -1342,7 +1577,7 @@ impl Client {
 
     /// `verbosity level` on every server.
     pub fn verbosity(&self, level: u32) -> Vec<(Server, Result<()>)> {
-        self.on_all(|c| {
+        self.on_all("verbosity", |c| {
             c.send_requests([Request::Verbosity {
                 level,
                 noreply: false,
@@ -1360,14 +1595,13 @@ impl Client {
         {
             let e = Error::Config(format!("stats group {g:?} must be one word"));
             return self
-                .inner
-                .ring
+                .ring()
                 .servers()
                 .iter()
                 .map(|s| (s.clone(), Err(e.clone())))
                 .collect();
         }
-        self.on_all(|c| {
+        self.on_all("stats", |c| {
             c.send_requests([Request::Stats { group }])?;
             let mut v = Vec::new();
             loop {

@@ -162,6 +162,11 @@ impl Conn {
         self.broken
     }
 
+    /// Mark the connection out of step (replies left unread): the pool drops it.
+    pub fn mark_broken(&mut self) {
+        self.broken = true;
+    }
+
     /// The options this connection was made with.
     pub fn options(&self) -> &ConnOptions {
         &self.opts

@@ -58,13 +58,17 @@
 //! over bytes). Keys are validated before anything is sent; a connection that saw an error
 //! mid-exchange is never reused.
 
+#[cfg(feature = "async")]
+pub mod aio;
 pub mod client;
+pub mod config;
 pub mod conn;
 pub mod error;
 pub mod hash;
 pub mod health;
 mod md5x4;
 pub mod near;
+mod observe;
 pub mod plan;
 pub mod pool;
 pub mod proto;

@@ -6,17 +6,17 @@
 //! so other clients still find it there; copy `i > 0` is stored as `key#r<i>` on the walk's
 //! `i`-th server.
 
-use crate::client::{Client, DeleteOutcome, Item, StoreOutcome};
+use crate::client::{Client, DeleteOutcome, Item, Member, StoreOutcome};
 use crate::error::{Error, Result};
 use crate::proto::StoreCommand;
 use crate::servers::Server;
+use std::sync::Arc;
 
 /// Handle returned by [`Client::replicated`].
-#[derive(Debug)]
 pub struct Replicated<'c> {
     client: &'c Client,
-    /// `(server index, key as sent)` per copy.
-    copies: Vec<(usize, Vec<u8>)>,
+    /// `(server, key as sent)` per copy.
+    copies: Vec<(Arc<Member>, Vec<u8>)>,
     /// The error building the handle met (invalid key), reported by every call.
     error: Option<Error>,
 }
@@ -33,7 +33,7 @@ impl Client {
     /// ```
     pub fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> Replicated<'_> {
         let key = key.as_ref();
-        let servers: Vec<usize> = self.current_walk(key).into_iter().take(n.max(1)).collect();
+        let servers: Vec<Arc<Member>> = self.current_walk(key).into_iter().take(n.max(1)).collect();
         let mut copies = Vec::with_capacity(servers.len());
         let mut error = None;
         for (i, server) in servers.into_iter().enumerate() {
@@ -57,13 +57,18 @@ impl Client {
     }
 }
 
+impl std::fmt::Debug for Replicated<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replicated")
+            .field("servers", &self.servers())
+            .finish()
+    }
+}
+
 impl Replicated<'_> {
     /// The servers holding the copies, copy 0 (the key's owner) first.
     pub fn servers(&self) -> Vec<Server> {
-        self.copies
-            .iter()
-            .map(|(s, _)| self.client.server(*s).clone())
-            .collect()
+        self.copies.iter().map(|(m, _)| m.server.clone()).collect()
     }
 
     /// Write every copy. One result per copy.
@@ -82,7 +87,7 @@ impl Replicated<'_> {
             .map(|(s, wire)| {
                 self.client.check_value_len(value)?;
                 self.client
-                    .store_on(*s, StoreCommand::Set, wire, value, flags, exptime)
+                    .store_on(s, StoreCommand::Set, wire, value, flags, exptime)
             })
             .collect()
     }
@@ -101,7 +106,7 @@ impl Replicated<'_> {
         let mut last_err = None;
         for k in 0..n {
             let (s, wire) = &self.copies[(first + k) % n];
-            match self.client.retrieve_on(*s, wire, None, false) {
+            match self.client.retrieve_on(s, wire, None, false) {
                 Ok(Some(item)) => return Ok(Some(item)),
                 Ok(None) => {}
                 Err(e) => last_err = Some(e),
@@ -121,7 +126,7 @@ impl Replicated<'_> {
         }
         self.copies
             .iter()
-            .map(|(s, wire)| self.client.delete_on(*s, wire))
+            .map(|(s, wire)| self.client.delete_on(s, wire))
             .collect()
     }
 }

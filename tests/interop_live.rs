@@ -307,11 +307,10 @@ fn compare(items: &[Pair], got: &HashMap<Vec<u8>, Vec<u8>>) -> (usize, usize) {
 
 /// Keys per server as memshard routes them, "addr=count" in server order.
 fn spread(m: &Client, items: &[Pair]) -> String {
+    let ring = m.ring();
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
     for (k, _) in items {
-        *count
-            .entry(&m.ring().server_for(k).unwrap().addr)
-            .or_default() += 1;
+        *count.entry(&ring.server_for(k).unwrap().addr).or_default() += 1;
     }
     m.ring()
         .servers()
@@ -665,9 +664,10 @@ fn peers_and_memshard_read_each_others_keys() {
     let more: Vec<Vec<u8>> = (0..20_000)
         .map(|i| format!("ring-check:{i}:{}", extra.next()).into_bytes())
         .collect();
+    let (mring, twring) = (m.ring(), tw.ring());
     for k in all_keys.iter().map(|(k, _)| k).chain(&more) {
-        let a = &m.ring().server_for(k).unwrap().addr;
-        let b = &tw.ring().server_for(k).unwrap().addr;
+        let a = &mring.server_for(k).unwrap().addr;
+        let b = &twring.server_for(k).unwrap().addr;
         checked += 1;
         if a != b {
             differ_count += 1;

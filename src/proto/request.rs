@@ -20,7 +20,8 @@ pub enum StoreCommand {
 }
 
 impl StoreCommand {
-    fn verb(self) -> &'static str {
+    /// The command word.
+    pub fn verb(self) -> &'static str {
         match self {
             StoreCommand::Set => "set",
             StoreCommand::Add => "add",

@@ -78,6 +78,9 @@ pub struct Ring {
     servers: Vec<Server>,
     flavor: Flavor,
     hash: KeyHash,
+    /// The hash of point names for `libmemcached-unweighted` (libmemcached builds its ring with
+    /// the hash in effect at build time, which can differ from the key hash).
+    point_hash: KeyHash,
     tag: Option<HashTag>,
     continuum: Continuum,
     point_counts: Vec<u32>,
@@ -94,6 +97,19 @@ impl Ring {
         servers: Vec<Server>,
         flavor: Flavor,
         hash: Option<KeyHash>,
+        tag: Option<HashTag>,
+    ) -> Result<Ring, RingError> {
+        Ring::with_point_hash(servers, flavor, hash, None, tag)
+    }
+
+    /// [`Ring::with_options`] where the point names of `libmemcached-unweighted` are hashed with
+    /// `point_hash` (default: the key hash), as libmemcached does when `MEMCACHED_BEHAVIOR_HASH`
+    /// changes after its ring was built.
+    pub fn with_point_hash(
+        servers: Vec<Server>,
+        flavor: Flavor,
+        hash: Option<KeyHash>,
+        point_hash: Option<KeyHash>,
         tag: Option<HashTag>,
     ) -> Result<Ring, RingError> {
         if servers.is_empty() {
@@ -125,7 +141,8 @@ impl Ring {
                 max: MAX_POINTS,
             });
         }
-        let raw = flavor.points(&servers, hash);
+        let point_hash = point_hash.unwrap_or(hash);
+        let raw = flavor.points(&servers, point_hash);
         let mut point_counts = vec![0u32; servers.len()];
         for &(_, s) in &raw {
             point_counts[s as usize] += 1;
@@ -135,6 +152,7 @@ impl Ring {
             servers,
             flavor,
             hash,
+            point_hash,
             tag,
             continuum,
             point_counts,
@@ -154,6 +172,17 @@ impl Ring {
     /// The key hash in use.
     pub fn key_hash(&self) -> KeyHash {
         self.hash
+    }
+
+    /// A ring over another server list with every other option of this one.
+    pub fn with_servers(&self, servers: Vec<Server>) -> Result<Ring, RingError> {
+        Ring::with_point_hash(
+            servers,
+            self.flavor,
+            Some(self.hash),
+            Some(self.point_hash),
+            self.tag,
+        )
     }
 
     /// The hash tag in use, if any.

@@ -193,11 +193,22 @@ struct DeleteArgs {
 struct RingArgs {
     /// Server list file: `HOST:PORT [WEIGHT] [NAME]` per line (also libketama, twemproxy and
     /// libmemcached spellings). `-` reads it from standard input.
-    #[arg(long, value_name = "FILE")]
-    servers: PathBuf,
-    /// Placement flavour: the peer whose placement to match (see `memshard flavors`).
-    #[arg(long, default_value = "libmemcached", value_name = "NAME")]
-    flavor: String,
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["twemproxy_config", "libmemcached_config"])]
+    servers: Option<PathBuf>,
+    /// Read servers, hash, hash_tag and failure settings from this twemproxy nutcracker.yml
+    /// (placement equals nutcracker's for that pool).
+    #[arg(long, value_name = "YML", conflicts_with_all = ["servers", "libmemcached_config", "flavor", "hash", "hash_tag"])]
+    twemproxy_config: Option<PathBuf>,
+    /// The pool of --twemproxy-config (needed when the file has several).
+    #[arg(long, value_name = "NAME", requires = "twemproxy_config")]
+    pool: Option<String>,
+    /// Read servers and distribution from a libmemcached configuration string, e.g.
+    /// "--SERVER=10.0.0.1:11211/?2 --DISTRIBUTION=consistent --HASH=MD5".
+    #[arg(long, value_name = "STRING", allow_hyphen_values = true, conflicts_with_all = ["servers", "flavor", "hash", "hash_tag"])]
+    libmemcached_config: Option<String>,
+    /// Placement flavour: the peer whose placement to match (default libmemcached).
+    #[arg(long, value_name = "NAME")]
+    flavor: Option<String>,
     /// Key hash, for flavours whose peer lets users pick one (libmemcached*, twemproxy).
     #[arg(long, value_name = "NAME")]
     hash: Option<String>,
@@ -259,8 +270,20 @@ fn main() -> ExitCode {
 
 impl RingArgs {
     fn client(&self, net: &NetArgs, pool_size: u32) -> Result<Client, Failure> {
-        let ring = self.build()?;
-        let t = Duration::from_millis(net.timeout_ms);
+        let (ring, peer) = self.resolve()?;
+        // a peer configuration brings its own timeout, failure settings and namespace
+        let t = peer
+            .as_ref()
+            .and_then(|p| p.timeout)
+            .unwrap_or(Duration::from_millis(net.timeout_ms));
+        let policy = peer
+            .as_ref()
+            .map(|p| p.failure_policy)
+            .unwrap_or(memshard::FailurePolicy {
+                failure_limit: net.failure_limit,
+                retry_timeout: Duration::from_millis(net.retry_timeout_ms),
+                auto_eject: net.auto_eject,
+            });
         let mut b = Client::builder()
             .servers(ring.servers().iter().cloned())
             .flavor(ring.flavor())
@@ -269,20 +292,62 @@ impl RingArgs {
             .read_timeout(t)
             .write_timeout(t)
             .checkout_timeout(t)
-            .failure_policy(memshard::FailurePolicy {
-                failure_limit: net.failure_limit,
-                retry_timeout: Duration::from_millis(net.retry_timeout_ms),
-                auto_eject: net.auto_eject,
-            })
+            .failure_policy(policy)
             .pool_size(pool_size);
         if let Some(tag) = ring.hash_tag() {
             b = b.hash_tag(tag);
+        }
+        if let Some(prefix) = peer.as_ref().and_then(|p| p.prefix.as_ref()) {
+            b = b
+                .prefix(prefix)
+                .hash_with_prefix(peer.as_ref().is_some_and(|p| p.hash_with_prefix));
         }
         b.build().map_err(usage)
     }
 
     fn build(&self) -> Result<Ring, Failure> {
-        let flavor: Flavor = self.flavor.parse().map_err(usage)?;
+        self.resolve().map(|(ring, _)| ring)
+    }
+
+    /// `--servers -`: the server list comes from standard input.
+    fn servers_from_stdin(&self) -> bool {
+        self.servers.as_ref().is_some_and(|p| p.as_os_str() == "-")
+    }
+
+    /// The ring, and the peer configuration it came from (if any).
+    fn resolve(&self) -> Result<(Ring, Option<memshard::config::PeerConfig>), Failure> {
+        let peer = if let Some(path) = &self.twemproxy_config {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            Some(
+                memshard::config::twemproxy(&text, self.pool.as_deref())
+                    .map_err(|e| usage(format!("{}: {e}", path.display())))?,
+            )
+        } else if let Some(cfg) = &self.libmemcached_config {
+            Some(
+                memshard::config::libmemcached(cfg)
+                    .map_err(|e| usage(format!("--libmemcached-config: {e}")))?,
+            )
+        } else {
+            None
+        };
+        if let Some(p) = peer {
+            let ring = Ring::with_point_hash(
+                p.servers.clone(),
+                p.flavor,
+                Some(p.hash),
+                p.ring_hash,
+                p.hash_tag,
+            )
+            .map_err(usage)?;
+            return Ok((ring, Some(p)));
+        }
+        let flavor: Flavor = self
+            .flavor
+            .as_deref()
+            .unwrap_or("libmemcached")
+            .parse()
+            .map_err(usage)?;
         let hash: Option<KeyHash> = match &self.hash {
             Some(h) => Some(h.parse().map_err(usage)?),
             None => None,
@@ -291,22 +356,22 @@ impl RingArgs {
             Some(t) => Some(t.parse().map_err(usage)?),
             None => None,
         };
-        let text = if self.servers.as_os_str() == "-" {
+        let path = self.servers.as_ref().ok_or_else(|| {
+            usage("give --servers FILE (or --twemproxy-config / --libmemcached-config)")
+        })?;
+        let text = if self.servers_from_stdin() {
             let mut s = String::new();
             io::stdin().read_to_string(&mut s)?;
             s
         } else {
-            std::fs::read_to_string(&self.servers).map_err(|e| {
-                usage(format!(
-                    "cannot read server list {}: {e}",
-                    self.servers.display()
-                ))
-            })?
+            std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read server list {}: {e}", path.display())))?
         };
         let servers = memshard::parse_server_list(&text)
-            .map_err(|e| usage(format!("{}: {e}", self.servers.display())))?;
-        Ring::with_options(servers, flavor, hash, tag)
-            .map_err(|e| usage(format!("{}: {e}", self.servers.display())))
+            .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        let ring = Ring::with_options(servers, flavor, hash, tag)
+            .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        Ok((ring, None))
     }
 }
 
@@ -317,12 +382,26 @@ fn os_bytes(s: &std::ffi::OsStr) -> &[u8] {
 }
 
 fn route(a: RouteArgs) -> Result<(), Failure> {
-    let ring = a.ring.build()?;
+    let (ring, peer) = a.ring.resolve()?;
+    // libmemcached --HASH-WITH-NAMESPACE: placement hashes the namespace and the key
+    let hash_prefix: Vec<u8> = match &peer {
+        Some(p) if p.hash_with_prefix => p.prefix.clone().unwrap_or_default().into_bytes(),
+        _ => Vec::new(),
+    };
+    let mut scratch = Vec::new();
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let emit = |key: &[u8], out: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
+    let mut emit = |key: &[u8], out: &mut BufWriter<io::StdoutLock>| -> io::Result<()> {
+        let hashed = if hash_prefix.is_empty() {
+            key
+        } else {
+            scratch.clear();
+            scratch.extend_from_slice(&hash_prefix);
+            scratch.extend_from_slice(key);
+            &scratch[..]
+        };
         // A ring that was built always has a point, so route() is Some.
-        if let Some(s) = ring.server_for(key) {
+        if let Some(s) = ring.server_for(hashed) {
             out.write_all(key)?;
             out.write_all(b"\t")?;
             out.write_all(s.addr.as_bytes())?;
@@ -331,7 +410,7 @@ fn route(a: RouteArgs) -> Result<(), Failure> {
         Ok(())
     };
     if a.keys.is_empty() {
-        if a.ring.servers.as_os_str() == "-" {
+        if a.ring.servers_from_stdin() {
             return Err(usage(
                 "--servers - reads the server list from standard input, so keys must be given as arguments",
             ));
@@ -369,12 +448,12 @@ fn for_each_stdin_line(mut f: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result
 /// Keys from the arguments, or from standard input when there are none.
 fn keys_from(
     args: &[std::ffi::OsString],
-    servers: &std::path::Path,
+    servers_from_stdin: bool,
 ) -> Result<Vec<Vec<u8>>, Failure> {
     if !args.is_empty() {
         return Ok(args.iter().map(|k| os_bytes(k).to_vec()).collect());
     }
-    if servers.as_os_str() == "-" {
+    if servers_from_stdin {
         return Err(usage(
             "--servers - reads the server list from standard input, so keys must be given as arguments",
         ));
@@ -392,7 +471,7 @@ const CLI_BATCH: usize = 1000;
 
 fn get(a: GetArgs) -> Result<(), Failure> {
     let client = a.ring.client(&a.net, 2)?;
-    let keys = keys_from(&a.keys, &a.ring.servers)?;
+    let keys = keys_from(&a.keys, a.ring.servers_from_stdin())?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let (mut hits, mut misses, mut errors) = (0usize, 0usize, 0usize);
@@ -434,7 +513,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
             ));
         }
         (None, _) => {
-            if a.ring.servers.as_os_str() == "-" {
+            if a.ring.servers_from_stdin() {
                 return Err(usage(
                     "--servers - reads the server list from standard input; give KEY VALUE as arguments",
                 ));

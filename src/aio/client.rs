@@ -1,0 +1,1071 @@
+//! The async client: the blocking [`Client`](crate::Client)'s routing, failure policy and
+//! commands over tokio, one bb8 pool per server.
+
+use super::conn::{AsyncConn, LastError, Manager, Sink};
+use crate::KeyHash;
+use crate::client::{DeleteOutcome, Item, Routing, Stats, StoreOutcome, TouchOutcome};
+use crate::error::{Error, Result};
+use crate::health::{Availability, FailurePolicy, Health, Transition};
+use crate::proto::{self, Reply, Request, StoreCommand};
+use crate::ring::{Flavor, HashTag, Ring};
+use crate::servers::Server;
+use arc_swap::ArcSwap;
+use futures_util::future::join_all;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// Keys per `get` command in a multi-get (as the blocking client).
+const GET_BATCH: usize = 100;
+/// Storage or delete commands written before their replies are read (as the blocking client).
+const WRITE_BATCH: usize = 100;
+
+/// Builds an async [`Client`]: the blocking [`Builder`](crate::Builder)'s settings, with the
+/// same names and defaults (it wraps one). `build` must run inside a tokio runtime.
+///
+/// ```no_run
+/// # async fn demo() -> memshard::Result<()> {
+/// use memshard::aio::Client;
+/// use std::time::Duration;
+/// let client = Client::builder()
+///     .server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?
+///     .pool_size(4)
+///     .read_timeout(Duration::from_millis(250))
+///     .build()?;
+/// client.set("greeting", "hello", 0, 0).await?;
+/// assert_eq!(client.get("greeting").await?.unwrap().value, b"hello");
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Builder(crate::Builder);
+
+macro_rules! forward {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty);)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(self, $arg: $ty) -> Self {
+                Builder(self.0.$name($arg))
+            }
+        )*
+    };
+}
+
+impl Builder {
+    /// Add servers. Default: none (building fails without any).
+    pub fn servers(self, servers: impl IntoIterator<Item = Server>) -> Self {
+        Builder(self.0.servers(servers))
+    }
+
+    /// Add servers from a server list in any format
+    /// [`parse_server_list`](crate::parse_server_list) reads.
+    pub fn server_list(self, text: &str) -> Result<Self> {
+        Ok(Builder(self.0.server_list(text)?))
+    }
+
+    /// Prefix sent in front of every key (not hashed unless
+    /// [`Builder::hash_with_prefix`]). Default: none.
+    pub fn prefix(self, prefix: impl AsRef<[u8]>) -> Self {
+        Builder(self.0.prefix(prefix))
+    }
+
+    forward! {
+        /// Placement flavour. Default: [`Flavor::Libmemcached`].
+        flavor(flavor: Flavor);
+        /// Key hash. Default: the flavour's.
+        hash(hash: KeyHash);
+        /// Hash tag (twemproxy semantics). Default: none.
+        hash_tag(tag: HashTag);
+        /// Connections per server at most (bb8 `max_size`). Default: 8.
+        pool_size(n: u32);
+        /// Idle connections each pool keeps open (bb8 `min_idle`). Default: 0.
+        min_idle(n: u32);
+        /// Longest wait for a connection from a pool, including connecting (bb8
+        /// `connection_timeout`). Default: 1 s.
+        checkout_timeout(d: Duration);
+        /// Send `version` on every checkout (bb8 `test_on_check_out`). Default: off.
+        ping_on_checkout(on: bool);
+        /// Connect timeout. Default: 500 ms.
+        connect_timeout(d: Duration);
+        /// Longest wait for one reply. Default: 1 s.
+        read_timeout(d: Duration);
+        /// Longest wait to write one request. Default: 1 s.
+        write_timeout(d: Duration);
+        /// Largest value sent or accepted. Default: 1 MiB.
+        max_value_size(bytes: usize);
+        /// Hash `prefix + key` for placement. Default: off.
+        hash_with_prefix(on: bool);
+        /// Failure limit, retry timeout, auto-eject. Default: [`FailurePolicy::default`].
+        failure_policy(policy: FailurePolicy);
+    }
+
+    /// Build the ring and one bb8 pool per server. Must be called inside a tokio runtime (the
+    /// pools run their upkeep as tasks). No connection is opened unless `min_idle` asks.
+    pub fn build(self) -> Result<Client> {
+        let b = self.0;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::Config(
+                "the async client must be built inside a tokio runtime".into(),
+            ));
+        }
+        if b.pool_size == 0 {
+            return Err(Error::Config("pool_size must be at least 1".into()));
+        }
+        if !b.prefix.is_empty() {
+            proto::validate_key(&b.prefix)
+                .map_err(|e| Error::Config(format!("key prefix: {e}")))?;
+        }
+        let ring = Ring::with_options(b.servers, b.flavor, b.hash, b.tag)?;
+        let n = ring.servers().len();
+        let mut pools = Vec::with_capacity(n);
+        let mut last_errors = Vec::with_capacity(n);
+        for s in ring.servers() {
+            let last: LastError = Arc::default();
+            let m = Manager::new(&s.host, s.port, &s.addr, b.conn.clone(), b.ping_on_checkout);
+            let pool = bb8::Pool::builder()
+                .max_size(b.pool_size)
+                .min_idle(b.min_idle)
+                .connection_timeout(b.checkout_timeout)
+                .test_on_check_out(b.ping_on_checkout)
+                // one connect attempt per checkout; the failure policy decides about retrying
+                .retry_connection(false)
+                .error_sink(Box::new(Sink(last.clone())))
+                .build_unchecked(m);
+            pools.push(pool);
+            last_errors.push(last);
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                routing: ArcSwap::from_pointee(Routing::full(&ring)),
+                ring,
+                rebuild: Mutex::new(()),
+                health: (0..n).map(|_| Health::default()).collect(),
+                probing: (0..n).map(|_| AtomicBool::new(false)).collect(),
+                policy: b.policy,
+                epoch: Instant::now(),
+                conn_opts: b.conn,
+                checkout_timeout: b.checkout_timeout,
+                pools,
+                last_errors,
+                prefix: b.prefix,
+                hash_with_prefix: b.hash_with_prefix,
+            }),
+        })
+    }
+}
+
+struct Inner {
+    ring: Ring,
+    routing: ArcSwap<Routing>,
+    rebuild: Mutex<()>,
+    health: Vec<Health>,
+    probing: Vec<AtomicBool>,
+    policy: FailurePolicy,
+    epoch: Instant,
+    conn_opts: crate::conn::ConnOptions,
+    checkout_timeout: Duration,
+    pools: Vec<bb8::Pool<Manager>>,
+    last_errors: Vec<LastError>,
+    prefix: Vec<u8>,
+    hash_with_prefix: bool,
+}
+
+impl Inner {
+    fn addr(&self, server: usize) -> &str {
+        &self.ring.servers()[server].addr
+    }
+
+    /// Count the outcome of talking to `server` (the blocking client's rules).
+    fn observe(self: &Arc<Self>, server: usize, err: Option<&Error>) {
+        let t = match err {
+            None | Some(Error::Server { .. }) => self.health[server].success(),
+            Some(e) if e.is_server_failure() => {
+                self.health[server].failure(&self.policy, self.epoch, Instant::now())
+            }
+            Some(_) => Transition::None,
+        };
+        match t {
+            Transition::WentDown => {
+                self.rebuild_routing();
+                self.spawn_prober(server);
+            }
+            Transition::CameBack => self.rebuild_routing(),
+            Transition::None => {}
+        }
+    }
+
+    /// With auto-eject, route over the live servers (`Routing::over_live`, shared with the
+    /// blocking client's module: the ring rebuilt by the flavour over the live servers).
+    fn rebuild_routing(&self) {
+        if !self.policy.auto_eject {
+            return;
+        }
+        let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(routing) = Routing::over_live(&self.ring, &self.health) {
+            self.routing.store(Arc::new(routing));
+        }
+    }
+
+    /// Probe a down server from a tokio task each time its retry timeout passes, until it
+    /// answers `version`.
+    fn spawn_prober(self: &Arc<Self>, server: usize) {
+        if self.probing[server].swap(true, Ordering::AcqRel) {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(prober(Arc::downgrade(self), server));
+            }
+            Err(_) => self.probing[server].store(false, Ordering::Release),
+        }
+    }
+}
+
+async fn prober(weak: Weak<Inner>, server: usize) {
+    loop {
+        // Hold the client only while working, so dropping it ends this task.
+        let Some(inner) = weak.upgrade() else { return };
+        match inner.health[server].availability(inner.epoch, Instant::now()) {
+            Availability::Up => {
+                inner.probing[server].store(false, Ordering::Release);
+                return;
+            }
+            Availability::Down(wait) => {
+                drop(inner);
+                tokio::time::sleep(wait.min(Duration::from_millis(100))).await;
+            }
+            Availability::Probe => {
+                let s = &inner.ring.servers()[server];
+                let answered = async {
+                    let mut c =
+                        AsyncConn::connect(&s.host, s.port, &s.addr, &inner.conn_opts).await?;
+                    c.send_requests([Request::Version]).await?;
+                    match c.read_reply().await? {
+                        Reply::Version(_) => Ok(()),
+                        other => Err(c.unexpected(&other, "version")),
+                    }
+                }
+                .await;
+                match answered {
+                    Ok(()) => {
+                        if inner.health[server].success() == Transition::CameBack {
+                            inner.rebuild_routing();
+                        }
+                        inner.probing[server].store(false, Ordering::Release);
+                        return;
+                    }
+                    Err(_) => {
+                        inner.health[server].failure(&inner.policy, inner.epoch, Instant::now());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An async pooled memcached client over a ketama ring. Cheap to clone (an `Arc`),
+/// `Send + Sync`; every future it returns is `Send` and cancel-safe: dropping one at any
+/// point discards the connection it was using unless its exchange had completed.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("aio::Client")
+            .field("servers", &self.inner.ring.servers().len())
+            .field("flavor", &self.inner.ring.flavor())
+            .finish()
+    }
+}
+
+type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
+
+/// An error reply becomes `Error::Server`; anything else that does not fit is a protocol error.
+fn reply_error(reply: Reply, conn: &mut AsyncConn, what: &str) -> Error {
+    match reply {
+        Reply::Error => Error::Server {
+            server: conn.server().to_string(),
+            message: "ERROR".into(),
+        },
+        Reply::ClientError(m) => Error::Server {
+            server: conn.server().to_string(),
+            message: format!("CLIENT_ERROR {m}"),
+        },
+        Reply::ServerError(m) => Error::Server {
+            server: conn.server().to_string(),
+            message: format!("SERVER_ERROR {m}"),
+        },
+        other => conn.unexpected(&other, what),
+    }
+}
+
+fn check_store(reply: Reply, conn: &mut AsyncConn) -> Result<StoreOutcome> {
+    match reply {
+        Reply::Stored => Ok(StoreOutcome::Stored),
+        Reply::NotStored => Ok(StoreOutcome::NotStored),
+        Reply::Exists => Ok(StoreOutcome::Exists),
+        Reply::NotFound => Ok(StoreOutcome::NotFound),
+        other => Err(reply_error(other, conn, "a storage command")),
+    }
+}
+
+fn check_delete(reply: Reply, conn: &mut AsyncConn) -> Result<DeleteOutcome> {
+    match reply {
+        Reply::Deleted => Ok(DeleteOutcome::Deleted),
+        Reply::NotFound => Ok(DeleteOutcome::NotFound),
+        other => Err(reply_error(other, conn, "delete")),
+    }
+}
+
+fn check_arith(reply: Reply, conn: &mut AsyncConn) -> Result<Option<u64>> {
+    match reply {
+        Reply::Number(n) => Ok(Some(n)),
+        Reply::NotFound => Ok(None),
+        other => Err(reply_error(other, conn, "incr/decr")),
+    }
+}
+
+fn check_touch(reply: Reply, conn: &mut AsyncConn) -> Result<TouchOutcome> {
+    match reply {
+        Reply::Touched => Ok(TouchOutcome::Touched),
+        Reply::NotFound => Ok(TouchOutcome::NotFound),
+        other => Err(reply_error(other, conn, "touch")),
+    }
+}
+
+/// Read a retrieval reply for `keys` (in request order); a value for a key that was not asked
+/// for is a protocol error (as the blocking client).
+async fn read_hits(
+    conn: &mut AsyncConn,
+    keys: &[&[u8]],
+    mut hit: impl FnMut(usize, Item) + Send,
+) -> Result<()> {
+    let mut next = 0;
+    let failed = conn
+        .read_values(|k, flags, data, cas| {
+            while next < keys.len() && keys[next] != k {
+                next += 1;
+            }
+            if next == keys.len() {
+                return Err(Error::protocol(
+                    "",
+                    format!(
+                        "value for key {:?}, which was not requested",
+                        String::from_utf8_lossy(k)
+                    ),
+                ));
+            }
+            hit(
+                next,
+                Item {
+                    value: data.to_vec(),
+                    flags,
+                    cas,
+                },
+            );
+            next += 1;
+            Ok(())
+        })
+        .await?;
+    match failed {
+        None => Ok(()),
+        Some(reply) => Err(reply_error(reply, conn, "get")),
+    }
+}
+
+/// Per-key results of one server's share of a multi-key call.
+type Results<T> = Vec<(usize, Result<T>)>;
+
+/// One server's share of a multi-get: server, input indexes, wire keys.
+type PerServer<'k> = (usize, Vec<usize>, Vec<&'k [u8]>);
+
+impl Client {
+    /// A builder with every default.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The ring over every configured server (the blocking client's ring for the same list).
+    pub fn ring(&self) -> &Ring {
+        &self.inner.ring
+    }
+
+    /// The ring in force now: with auto-eject and a server down, the ring over the live servers.
+    pub fn current_ring(&self) -> Ring {
+        self.inner.routing.load().ring.clone()
+    }
+
+    /// Servers currently marked down.
+    pub fn down_servers(&self) -> Vec<Server> {
+        let inner = &self.inner;
+        (0..inner.health.len())
+            .filter(|&i| inner.health[i].is_down())
+            .map(|i| inner.ring.servers()[i].clone())
+            .collect()
+    }
+
+    fn wire_key<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
+        let prefix = &self.inner.prefix;
+        let wire: Cow<'k, [u8]> = if prefix.is_empty() {
+            Cow::Borrowed(key)
+        } else {
+            let mut v = Vec::with_capacity(prefix.len() + key.len());
+            v.extend_from_slice(prefix);
+            v.extend_from_slice(key);
+            Cow::Owned(v)
+        };
+        proto::validate_key(&wire).map_err(|e| Error::invalid_key(key, e))?;
+        Ok(wire)
+    }
+
+    /// Validate, prefix and route one key: `(wire key, server)`.
+    fn route<'k>(&self, key: &'k [u8]) -> Result<(Cow<'k, [u8]>, usize)> {
+        let wire = self.wire_key(key)?;
+        let hashed: &[u8] = if self.inner.hash_with_prefix {
+            &wire
+        } else {
+            key
+        };
+        let routing = self.inner.routing.load();
+        let i = routing
+            .ring
+            .route(hashed)
+            .ok_or(Error::Config("the ring has no points".into()))?;
+        let server = routing.to_server[i];
+        Ok((wire, server))
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<()> {
+        let limit = self.inner.conn_opts.max_value_size;
+        if value.len() > limit {
+            return Err(Error::ValueTooLarge {
+                len: value.len(),
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// A connection to `server` unless it is marked down; a failed checkout counts.
+    async fn checkout(&self, server: usize) -> Result<Pooled<'_>> {
+        let inner = &self.inner;
+        match inner.health[server].availability(inner.epoch, Instant::now()) {
+            Availability::Up => {}
+            Availability::Down(wait) => {
+                return Err(Error::ServerDown {
+                    server: inner.addr(server).to_string(),
+                    retry_in_ms: wait.as_millis(),
+                });
+            }
+            Availability::Probe => {
+                return Err(Error::ServerDown {
+                    server: inner.addr(server).to_string(),
+                    retry_in_ms: 0,
+                });
+            }
+        }
+        let started = Instant::now();
+        match inner.pools[server].get().await {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                let err = match e {
+                    bb8::RunError::User(e) => e,
+                    bb8::RunError::TimedOut => {
+                        let last = inner.last_errors[server]
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .clone();
+                        match last {
+                            // A connect failed during (or just before) this checkout.
+                            Some((t, e)) if t + inner.checkout_timeout >= started => Error::Pool {
+                                server: inner.addr(server).to_string(),
+                                message: format!("timed out waiting for a connection: {e}"),
+                                exhausted: false,
+                            },
+                            _ => Error::Pool {
+                                server: inner.addr(server).to_string(),
+                                message: "timed out waiting for a connection".into(),
+                                exhausted: true,
+                            },
+                        }
+                    }
+                };
+                inner.observe(server, Some(&err));
+                Err(err)
+            }
+        }
+    }
+
+    /// End an exchange: a result that read every reply (success, or an error reply from the
+    /// server) leaves the connection reusable; anything else has already marked it broken.
+    /// The outcome counts for the server's health.
+    fn finish<T>(&self, server: usize, conn: &mut AsyncConn, r: Result<T>) -> Result<T> {
+        if r.is_ok() || matches!(r, Err(Error::Server { .. })) {
+            conn.complete();
+        }
+        self.inner.observe(server, r.as_ref().err());
+        r
+    }
+
+    /// One request whose reply is one line, parsed by `parse`.
+    async fn single<T>(
+        &self,
+        server: usize,
+        req: Request<'_>,
+        parse: fn(Reply, &mut AsyncConn) -> Result<T>,
+    ) -> Result<T> {
+        let mut c = self.checkout(server).await?;
+        let r = match c.encode([req]) {
+            Ok(()) => {
+                async {
+                    c.flush().await?;
+                    let reply = c.read_reply().await?;
+                    parse(reply, &mut c)
+                }
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        self.finish(server, &mut c, r)
+    }
+
+    async fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
+        let (wire, server) = self.route(key)?;
+        let mut c = self.checkout(server).await?;
+        let keys = [&wire[..]];
+        let req = match touch {
+            None => Request::Get { keys: &keys, cas },
+            Some(exptime) => Request::GetAndTouch {
+                exptime,
+                keys: &keys,
+                cas,
+            },
+        };
+        let mut out = None;
+        let r = match c.encode([req]) {
+            Ok(()) => {
+                async {
+                    c.flush().await?;
+                    read_hits(&mut c, &keys, |_, item| out = Some(item)).await
+                }
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        self.finish(server, &mut c, r).map(|()| out)
+    }
+
+    /// `get`: the value, or `None` on a miss.
+    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), None, false).await
+    }
+
+    /// `gets`: the value with its CAS unique.
+    pub async fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), None, true).await
+    }
+
+    /// `gat`: get and set a new expiry.
+    pub async fn gat(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), Some(exptime), false).await
+    }
+
+    /// `gats`: get with CAS unique and set a new expiry.
+    pub async fn gats(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
+        self.retrieve(key.as_ref(), Some(exptime), true).await
+    }
+
+    async fn store(
+        &self,
+        cmd: StoreCommand,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        self.check_value(value)?;
+        let (wire, server) = self.route(key)?;
+        let req = Request::Store {
+            cmd,
+            key: &wire,
+            flags,
+            exptime,
+            value,
+            noreply: false,
+        };
+        self.single(server, req, check_store).await
+    }
+
+    /// `set`: store unconditionally. `exptime` 0 = never expires.
+    pub async fn set(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        let (k, v) = (key.as_ref(), value.as_ref());
+        self.store(StoreCommand::Set, k, v, flags, exptime).await
+    }
+
+    /// `add`: store only if absent (`NotStored` otherwise).
+    pub async fn add(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        let (k, v) = (key.as_ref(), value.as_ref());
+        self.store(StoreCommand::Add, k, v, flags, exptime).await
+    }
+
+    /// `replace`: store only if present (`NotStored` otherwise).
+    pub async fn replace(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome> {
+        let (k, v) = (key.as_ref(), value.as_ref());
+        self.store(StoreCommand::Replace, k, v, flags, exptime)
+            .await
+    }
+
+    /// `append` to an existing value (`NotStored` if absent).
+    pub async fn append(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<StoreOutcome> {
+        let (k, v) = (key.as_ref(), value.as_ref());
+        self.store(StoreCommand::Append, k, v, 0, 0).await
+    }
+
+    /// `prepend` to an existing value (`NotStored` if absent).
+    pub async fn prepend(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<StoreOutcome> {
+        let (k, v) = (key.as_ref(), value.as_ref());
+        self.store(StoreCommand::Prepend, k, v, 0, 0).await
+    }
+
+    /// `cas`: store only if the item's CAS unique is still `cas` (`Exists` if it changed,
+    /// `NotFound` if it is gone).
+    pub async fn cas(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+        cas: u64,
+    ) -> Result<StoreOutcome> {
+        let (k, v) = (key.as_ref(), value.as_ref());
+        self.store(StoreCommand::Cas(cas), k, v, flags, exptime)
+            .await
+    }
+
+    /// `delete`.
+    pub async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
+        let (wire, server) = self.route(key.as_ref())?;
+        let req = Request::Delete {
+            key: &wire,
+            noreply: false,
+        };
+        self.single(server, req, check_delete).await
+    }
+
+    async fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
+        let (wire, server) = self.route(key)?;
+        let req = Request::Arith {
+            incr,
+            key: &wire,
+            delta,
+            noreply: false,
+        };
+        self.single(server, req, check_arith).await
+    }
+
+    /// `incr`: the new value, or `None` if the key does not exist.
+    pub async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+        self.arith(true, key.as_ref(), delta).await
+    }
+
+    /// `decr` (memcached stops at 0): the new value, or `None` if the key does not exist.
+    pub async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+        self.arith(false, key.as_ref(), delta).await
+    }
+
+    /// `touch`: set a new expiry.
+    pub async fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
+        let (wire, server) = self.route(key.as_ref())?;
+        let req = Request::Touch {
+            key: &wire,
+            exptime,
+            noreply: false,
+        };
+        self.single(server, req, check_touch).await
+    }
+
+    /// Validate and route `keys`: invalid keys get their error in `out` at once (as do slots
+    /// already filled); the rest are grouped by server as `(server, input indexes)`. Returns
+    /// the wire keys too.
+    #[allow(clippy::type_complexity)]
+    fn group<'k, T>(
+        &self,
+        keys: impl Iterator<Item = &'k [u8]>,
+        out: &mut [Option<Result<T>>],
+    ) -> (Vec<Option<Cow<'k, [u8]>>>, Vec<(usize, Vec<usize>)>) {
+        let keys: Vec<&'k [u8]> = keys.collect();
+        let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
+        let mut valid: Vec<usize> = Vec::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            if out[i].is_some() {
+                wires.push(None);
+                continue;
+            }
+            match self.wire_key(k) {
+                Ok(w) => {
+                    wires.push(Some(w));
+                    valid.push(i);
+                }
+                Err(e) => {
+                    out[i] = Some(Err(e));
+                    wires.push(None);
+                }
+            }
+        }
+        let mut owner = vec![usize::MAX; keys.len()];
+        {
+            let hashed: Vec<&[u8]> = valid
+                .iter()
+                .map(|&i| match (&wires[i], self.inner.hash_with_prefix) {
+                    (Some(w), true) => &w[..],
+                    _ => keys[i],
+                })
+                .collect();
+            let routing = self.inner.routing.load();
+            routing
+                .ring
+                .route_each(&hashed, |j, s| owner[valid[j]] = routing.to_server[s]);
+        }
+        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); self.inner.pools.len()];
+        for &i in &valid {
+            if owner[i] == usize::MAX {
+                out[i] = Some(Err(Error::Config("the ring has no points".into())));
+                wires[i] = None;
+            } else {
+                by_server[owner[i]].push(i);
+            }
+        }
+        let groups = by_server
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        (wires, groups)
+    }
+
+    /// One server's share of a multi-get: every batch written at once, then read in order.
+    async fn get_on(&self, server: usize, idx: &[usize], wire: &[&[u8]]) -> Results<Option<Item>> {
+        let mut hits: Vec<Option<Item>> = vec![None; idx.len()];
+        let mut failed: Option<(usize, Error)> = None;
+        match self.checkout(server).await {
+            Err(e) => failed = Some((0, e)),
+            Ok(mut c) => {
+                let encoded = c.encode(
+                    wire.chunks(GET_BATCH)
+                        .map(|keys| Request::Get { keys, cas: false }),
+                );
+                let r = match encoded {
+                    Err(e) => Err((0, e)),
+                    Ok(()) => {
+                        async {
+                            c.flush().await.map_err(|e| (0, e))?;
+                            let chunks = wire.len().div_ceil(GET_BATCH);
+                            for (ci, chunk) in wire.chunks(GET_BATCH).enumerate() {
+                                let base = ci * GET_BATCH;
+                                let hits = &mut hits;
+                                let r =
+                                    read_hits(&mut c, chunk, |j, item| hits[base + j] = Some(item))
+                                        .await;
+                                if let Err(e) = r {
+                                    if ci + 1 < chunks {
+                                        // later batches' replies are still on the way
+                                        c.poison();
+                                    }
+                                    return Err((base, e));
+                                }
+                            }
+                            Ok(())
+                        }
+                        .await
+                    }
+                };
+                let (from, r) = match r {
+                    Ok(()) => (idx.len(), Ok(())),
+                    Err((from, e)) => (from, Err(e)),
+                };
+                if let Err(e) = self.finish(server, &mut c, r) {
+                    failed = Some((from, e));
+                }
+            }
+        }
+        let failed_from = failed.as_ref().map_or(idx.len(), |(f, _)| *f);
+        idx.iter()
+            .zip(hits)
+            .enumerate()
+            .map(|(j, (&i, hit))| match &failed {
+                Some((_, e)) if j >= failed_from => (i, Err(e.clone())),
+                _ => (i, Ok(hit)),
+            })
+            .collect()
+    }
+
+    /// Get many keys: one pipelined request per server, all servers concurrently (a join of
+    /// per-server futures). Results are in the order of `keys`; a failing server gives errors
+    /// for its keys only.
+    pub async fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        let mut out: Vec<Option<Result<Option<Item>>>> = (0..keys.len()).map(|_| None).collect();
+        let (wires, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let per_server: Vec<PerServer<'_>> = groups
+            .into_iter()
+            .map(|(server, idx)| {
+                let wire = idx
+                    .iter()
+                    .map(|&i| wires[i].as_deref().unwrap_or_default())
+                    .collect();
+                (server, idx, wire)
+            })
+            .collect();
+        let results = join_all(
+            per_server
+                .iter()
+                .map(|(server, idx, wire)| self.get_on(*server, idx, wire)),
+        )
+        .await;
+        for (i, r) in results.into_iter().flatten() {
+            out[i] = Some(r);
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    /// One server's share of a pipelined multi-key write: batches of requests, each batch's
+    /// replies read before the next batch is written (as the blocking client).
+    async fn write_on<'w, T>(
+        &self,
+        server: usize,
+        idx: &[usize],
+        make: &(dyn Fn(usize, &'w [u8]) -> Request<'w> + Sync),
+        wires: &'w [Option<Cow<'w, [u8]>>],
+        parse: fn(Reply, &mut AsyncConn) -> Result<T>,
+    ) -> Results<T> {
+        let mut res: Vec<Option<Result<T>>> = idx.iter().map(|_| None).collect();
+        let r = match self.checkout(server).await {
+            Err(e) => Err(e),
+            Ok(mut c) => {
+                let r = async {
+                    for (bi, batch) in idx.chunks(WRITE_BATCH).enumerate() {
+                        c.encode(
+                            batch
+                                .iter()
+                                .map(|&i| make(i, wires[i].as_deref().unwrap_or_default())),
+                        )?;
+                        c.flush().await?;
+                        for j in 0..batch.len() {
+                            let reply = c.read_reply().await?;
+                            let r = parse(reply, &mut c);
+                            let broken = c.is_broken();
+                            res[bi * WRITE_BATCH + j] = Some(r);
+                            if broken {
+                                return Err(Error::protocol(
+                                    c.server(),
+                                    "connection dropped after an unexpected reply",
+                                ));
+                            }
+                        }
+                    }
+                    Ok(())
+                }
+                .await;
+                self.finish(server, &mut c, r)
+            }
+        };
+        idx.iter()
+            .zip(res)
+            .map(|(&i, slot)| {
+                let v = match (slot, &r) {
+                    (Some(v), _) => v,
+                    (None, Err(e)) => Err(e.clone()),
+                    (None, Ok(())) => Err(Error::Config("no result".into())),
+                };
+                (i, v)
+            })
+            .collect()
+    }
+
+    /// Run a pipelined write on every group concurrently and collect results in input order.
+    async fn write_multi<'w, T>(
+        &self,
+        mut out: Vec<Option<Result<T>>>,
+        wires: &'w [Option<Cow<'w, [u8]>>],
+        groups: Vec<(usize, Vec<usize>)>,
+        make: &(dyn Fn(usize, &'w [u8]) -> Request<'w> + Sync),
+        parse: fn(Reply, &mut AsyncConn) -> Result<T>,
+    ) -> Vec<Result<T>> {
+        let results = join_all(
+            groups
+                .iter()
+                .map(|(server, idx)| self.write_on(*server, idx, make, wires, parse)),
+        )
+        .await;
+        for (i, r) in results.into_iter().flatten() {
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or(Err(Error::Config("no result".into()))))
+            .collect()
+    }
+
+    /// Set many items: pipelined per server, servers concurrently. Results in input order.
+    pub async fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<StoreOutcome>> {
+        let mut out: Vec<Option<Result<StoreOutcome>>> = (0..items.len()).map(|_| None).collect();
+        for (i, (_, v)) in items.iter().enumerate() {
+            if let Err(e) = self.check_value(v.as_ref()) {
+                out[i] = Some(Err(e));
+            }
+        }
+        let (wires, groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out);
+        self.write_multi(
+            out,
+            &wires,
+            groups,
+            &|i, key| Request::Store {
+                cmd: StoreCommand::Set,
+                key,
+                flags,
+                exptime,
+                value: items[i].1.as_ref(),
+                noreply: false,
+            },
+            check_store,
+        )
+        .await
+    }
+
+    /// Delete many keys: pipelined per server, servers concurrently. Results in input order.
+    pub async fn delete_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>> {
+        let mut out: Vec<Option<Result<DeleteOutcome>>> = (0..keys.len()).map(|_| None).collect();
+        let (wires, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        self.write_multi(
+            out,
+            &wires,
+            groups,
+            &|_, key| Request::Delete {
+                key,
+                noreply: false,
+            },
+            check_delete,
+        )
+        .await
+    }
+
+    /// One request to every server, concurrently; `(server, result)` in server order.
+    async fn on_all<T>(
+        &self,
+        req: Request<'_>,
+        parse: fn(Reply, &mut AsyncConn) -> Result<T>,
+    ) -> Vec<(Server, Result<T>)> {
+        let n = self.inner.pools.len();
+        let results = join_all((0..n).map(|s| self.single(s, req.clone(), parse))).await;
+        self.inner
+            .ring
+            .servers()
+            .iter()
+            .cloned()
+            .zip(results)
+            .collect()
+    }
+
+    /// `version` of every server.
+    pub async fn version(&self) -> Vec<(Server, Result<String>)> {
+        self.on_all(Request::Version, |reply, c| match reply {
+            Reply::Version(v) => Ok(v),
+            other => Err(reply_error(other, c, "version")),
+        })
+        .await
+    }
+
+    /// `flush_all [delay]` on every server.
+    pub async fn flush_all(&self, delay: Option<u32>) -> Vec<(Server, Result<()>)> {
+        let req = Request::FlushAll {
+            delay,
+            noreply: false,
+        };
+        self.on_all(req, |reply, c| match reply {
+            Reply::Ok => Ok(()),
+            other => Err(reply_error(other, c, "flush_all")),
+        })
+        .await
+    }
+
+    /// `verbosity level` on every server.
+    pub async fn verbosity(&self, level: u32) -> Vec<(Server, Result<()>)> {
+        let req = Request::Verbosity {
+            level,
+            noreply: false,
+        };
+        self.on_all(req, |reply, c| match reply {
+            Reply::Ok => Ok(()),
+            other => Err(reply_error(other, c, "verbosity")),
+        })
+        .await
+    }
+
+    async fn stats_on(&self, server: usize, group: Option<&str>) -> Result<Stats> {
+        let mut c = self.checkout(server).await?;
+        let r = match c.encode([Request::Stats { group }]) {
+            Err(e) => Err(e),
+            Ok(()) => {
+                async {
+                    c.flush().await?;
+                    let mut v = Vec::new();
+                    loop {
+                        match c.read_reply().await? {
+                            Reply::Stat(k, val) => v.push((k, val)),
+                            Reply::End => return Ok(v),
+                            other => return Err(reply_error(other, &mut c, "stats")),
+                        }
+                    }
+                }
+                .await
+            }
+        };
+        self.finish(server, &mut c, r)
+    }
+
+    /// `stats [group]` of every server, as `(name, value)` pairs.
+    pub async fn stats(&self, group: Option<&str>) -> Vec<(Server, Result<Stats>)> {
+        let servers = self.inner.ring.servers();
+        if let Some(g) = group.filter(|g| g.is_empty() || g.bytes().any(|b| b <= b' ' || b == 0x7f))
+        {
+            let e = Error::Config(format!("stats group {g:?} must be one word"));
+            return servers
+                .iter()
+                .map(|s| (s.clone(), Err(e.clone())))
+                .collect();
+        }
+        let results = join_all((0..servers.len()).map(|s| self.stats_on(s, group))).await;
+        servers.iter().cloned().zip(results).collect()
+    }
+}

@@ -1,0 +1,430 @@
+//! One async connection to one server: socket, read buffer, timeouts, the broken flag, and the
+//! in-flight flag that makes a dropped future discard its connection.
+//!
+//! The blocking [`Conn`](crate::conn::Conn)'s rule holds here too: any error or timeout in the
+//! middle of an exchange marks the connection broken. An async caller can also simply stop
+//! polling (a `tokio::time::timeout` around the call, a losing `select!` branch, an aborted
+//! task): then no code runs at all between the request and its reply. So a connection is
+//! marked *in flight* before the first byte of a request is written and is cleared only by
+//! [`AsyncConn::complete`], which the client calls once every reply of the exchange has been
+//! read. A connection returned to its pool while still in flight — whatever dropped it — is
+//! reported broken by [`Manager::has_broken`] and closed by bb8, never handed out again, so no
+//! later request can read a reply meant for a cancelled one.
+
+use crate::conn::ConnOptions;
+use crate::error::{Error, Result};
+use crate::proto::{Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
+use std::io;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant as StdInstant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+use tokio::time::{Instant, timeout, timeout_at};
+
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf).await,
+            Stream::Unix(s) => s.read(buf).await,
+        }
+    }
+    async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(buf).await,
+            Stream::Unix(s) => s.write_all(buf).await,
+        }
+    }
+}
+
+/// An async connection to one memcached server.
+pub struct AsyncConn {
+    stream: Stream,
+    server: String,
+    opts: ConnOptions,
+    /// Read buffer; `start..end` holds received bytes not yet consumed.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    wbuf: Vec<u8>,
+    broken: bool,
+    in_flight: bool,
+}
+
+impl std::fmt::Debug for AsyncConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncConn")
+            .field("server", &self.server)
+            .field("broken", &self.broken)
+            .field("in_flight", &self.in_flight)
+            .finish()
+    }
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+/// A read buffer larger than this is released before the next request.
+const MAX_IDLE_BUFFER: usize = 256 * 1024;
+
+impl AsyncConn {
+    /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`, within
+    /// the connect timeout.
+    pub async fn connect(
+        host: &str,
+        port: u16,
+        server: &str,
+        opts: &ConnOptions,
+    ) -> Result<AsyncConn> {
+        let millis = opts.connect_timeout.as_millis();
+        let connecting = async {
+            if host.starts_with('/') {
+                return UnixStream::connect(host)
+                    .await
+                    .map(Stream::Unix)
+                    .map_err(|e| Error::io(server, &e, "connect", millis));
+            }
+            let addrs: Vec<std::net::SocketAddr> = match host.parse::<IpAddr>() {
+                Ok(ip) => vec![(ip, port).into()],
+                Err(_) => tokio::net::lookup_host((host, port))
+                    .await
+                    .map_err(|e| Error::io(server, &e, "resolve", millis))?
+                    .collect(),
+            };
+            let mut last = None;
+            for a in addrs {
+                match TcpStream::connect(a).await {
+                    Ok(s) => {
+                        // Requests are small and latency matters more than packet count.
+                        s.set_nodelay(true)
+                            .map_err(|e| Error::io(server, &e, "connect", millis))?;
+                        return Ok(Stream::Tcp(s));
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            Err(match last {
+                Some(e) => Error::io(server, &e, "connect", millis),
+                None => Error::Io {
+                    server: server.to_string(),
+                    kind: io::ErrorKind::NotFound,
+                    message: format!("{host} resolved to no address"),
+                },
+            })
+        };
+        let stream = match timeout(opts.connect_timeout, connecting).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(Error::Timeout {
+                    server: server.to_string(),
+                    op: "connect",
+                    millis,
+                });
+            }
+        };
+        Ok(AsyncConn {
+            stream,
+            server: server.to_string(),
+            opts: opts.clone(),
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+            wbuf: Vec::with_capacity(256),
+            broken: false,
+            in_flight: false,
+        })
+    }
+
+    /// The server's address.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// True once any exchange failed midway.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// True between the first byte of a request and [`AsyncConn::complete`].
+    pub fn is_in_flight(&self) -> bool {
+        self.in_flight
+    }
+
+    /// The options this connection was made with.
+    pub fn options(&self) -> &ConnOptions {
+        &self.opts
+    }
+
+    /// Every reply of the exchange has been read: the connection is in step again and may go
+    /// back to its pool for reuse.
+    pub fn complete(&mut self) {
+        self.in_flight = false;
+    }
+
+    /// Give up on the connection (the stream can no longer be trusted).
+    pub fn poison(&mut self) {
+        self.broken = true;
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        self.broken = true;
+        match e {
+            Error::Protocol { server, detail } if server.is_empty() => Error::Protocol {
+                server: self.server.clone(),
+                detail,
+            },
+            e => e,
+        }
+    }
+
+    /// Encode requests into the connection's write buffer and write them in one go. The
+    /// connection is in flight from here until [`AsyncConn::complete`].
+    pub async fn send_requests<'r>(
+        &mut self,
+        reqs: impl IntoIterator<Item = Request<'r>>,
+    ) -> Result<()> {
+        self.encode(reqs)?;
+        self.flush().await
+    }
+
+    /// Encode requests (no I/O yet); marks the connection in flight.
+    pub fn encode<'r>(&mut self, reqs: impl IntoIterator<Item = Request<'r>>) -> Result<()> {
+        if self.broken {
+            return Err(Error::protocol(&self.server, "connection is broken"));
+        }
+        if self.start != self.end {
+            let e = Error::protocol(&self.server, "unsolicited bytes before the request");
+            return Err(self.fail(e));
+        }
+        self.start = 0;
+        self.end = 0;
+        if self.buf.len() > MAX_IDLE_BUFFER {
+            self.buf = vec![0; READ_CHUNK];
+        }
+        self.in_flight = true;
+        self.wbuf.clear();
+        for r in reqs {
+            r.encode(&mut self.wbuf);
+        }
+        Ok(())
+    }
+
+    /// Write what [`AsyncConn::encode`] encoded, within the write timeout.
+    pub async fn flush(&mut self) -> Result<()> {
+        let millis = self.opts.write_timeout.as_millis();
+        let w = std::mem::take(&mut self.wbuf);
+        let r = match timeout(self.opts.write_timeout, self.stream.write_all(&w)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::io(&self.server, &e, "write", millis)),
+            Err(_) => Err(Error::Timeout {
+                server: self.server.clone(),
+                op: "write",
+                millis,
+            }),
+        };
+        // Keep a modest buffer for the next request; drop a huge one.
+        if w.capacity() <= 64 * 1024 {
+            self.wbuf = w;
+        }
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Read more bytes before `deadline`.
+    async fn fill(&mut self, deadline: Instant) -> Result<()> {
+        let millis = self.opts.read_timeout.as_millis();
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.buf.len() - self.end < READ_CHUNK / 4 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() - self.end < READ_CHUNK / 4 {
+                let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
+                self.buf.resize(grown, 0);
+            }
+        }
+        let end = self.end;
+        match timeout_at(deadline, self.stream.read(&mut self.buf[end..])).await {
+            Err(_) => {
+                let e = Error::Timeout {
+                    server: self.server.clone(),
+                    op: "read",
+                    millis,
+                };
+                Err(self.fail(e))
+            }
+            Ok(Ok(0)) => {
+                let e = Error::Io {
+                    server: self.server.clone(),
+                    kind: io::ErrorKind::UnexpectedEof,
+                    message: "server closed the connection".into(),
+                };
+                Err(self.fail(e))
+            }
+            Ok(Ok(n)) => {
+                self.end += n;
+                Ok(())
+            }
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Ok(Err(e)) => {
+                let e = Error::io(&self.server, &e, "read", millis);
+                Err(self.fail(e))
+            }
+        }
+    }
+
+    /// Read one one-line reply (or one `stats` line) within the read timeout.
+    pub async fn read_reply(&mut self) -> Result<Reply> {
+        let deadline = Instant::now() + self.opts.read_timeout;
+        loop {
+            match parse_reply(&self.buf[self.start..self.end]) {
+                Ok(Parsed::Done(r, used)) => {
+                    self.start += used;
+                    return Ok(r);
+                }
+                Ok(Parsed::Incomplete) => self.fill(deadline).await?,
+                Err(e) => return Err(self.fail(Error::from(e))),
+            }
+        }
+    }
+
+    /// Read a retrieval reply up to its `END`, calling `item(key, flags, data, cas)` for each
+    /// value. An error line from the server comes back as `Ok(Some(reply))`.
+    pub async fn read_values(
+        &mut self,
+        mut item: impl FnMut(&[u8], u32, &[u8], Option<u64>) -> Result<()>,
+    ) -> Result<Option<Reply>> {
+        let deadline = Instant::now() + self.opts.read_timeout;
+        let max = self.opts.max_value_size;
+        loop {
+            match parse_retrieval(&self.buf[self.start..self.end], max) {
+                Ok(Parsed::Done(
+                    RetrievalItem::Value {
+                        key,
+                        flags,
+                        data,
+                        cas,
+                    },
+                    used,
+                )) => {
+                    let base = self.start;
+                    let (k, d) = (
+                        &self.buf[base + key.start..base + key.end],
+                        &self.buf[base + data.start..base + data.end],
+                    );
+                    if let Err(e) = item(k, flags, d, cas) {
+                        return Err(self.fail(e));
+                    }
+                    self.start += used;
+                }
+                Ok(Parsed::Done(RetrievalItem::End, used)) => {
+                    self.start += used;
+                    return Ok(None);
+                }
+                Ok(Parsed::Done(RetrievalItem::Failed(reply), used)) => {
+                    self.start += used;
+                    return Ok(Some(reply));
+                }
+                Ok(Parsed::Incomplete) => self.fill(deadline).await?,
+                Err(e) => return Err(self.fail(Error::from(e))),
+            }
+        }
+    }
+
+    /// A reply that does not fit the request: the stream can no longer be trusted.
+    pub fn unexpected(&mut self, reply: &Reply, request: &str) -> Error {
+        let e = Error::protocol(
+            &self.server,
+            format!("unexpected reply {reply:?} to {request}"),
+        );
+        self.fail(e)
+    }
+}
+
+/// The last connect error a pool's background connect saw, and when: bb8 connects in a
+/// spawned task and reports errors only to its error sink, so a checkout that times out
+/// reads the cause here (as r2d2 reports its last connect error).
+pub(crate) type LastError = Arc<Mutex<Option<(StdInstant, Error)>>>;
+
+#[derive(Clone)]
+pub(crate) struct Sink(pub(crate) LastError);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+impl bb8::ErrorSink<Error> for Sink {
+    fn sink(&self, e: Error) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((StdInstant::now(), e));
+    }
+    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<Error>> {
+        Box::new(self.clone())
+    }
+}
+
+/// Makes and checks async connections to one server for bb8.
+#[derive(Debug, Clone)]
+pub struct Manager {
+    host: String,
+    port: u16,
+    server: String,
+    opts: ConnOptions,
+    ping_on_checkout: bool,
+}
+
+impl Manager {
+    /// A manager for `host:port` (`host` starting with `/`: a unix socket). `server` is the
+    /// address used in errors.
+    pub fn new(
+        host: &str,
+        port: u16,
+        server: &str,
+        opts: ConnOptions,
+        ping_on_checkout: bool,
+    ) -> Manager {
+        Manager {
+            host: host.to_string(),
+            port,
+            server: server.to_string(),
+            opts,
+            ping_on_checkout,
+        }
+    }
+}
+
+impl bb8::ManageConnection for Manager {
+    type Connection = AsyncConn;
+    type Error = Error;
+
+    async fn connect(&self) -> Result<AsyncConn> {
+        AsyncConn::connect(&self.host, self.port, &self.server, &self.opts).await
+    }
+
+    /// A `version` round trip, only when ping-on-checkout is configured.
+    async fn is_valid(&self, conn: &mut AsyncConn) -> Result<()> {
+        if !self.ping_on_checkout {
+            return Ok(());
+        }
+        conn.send_requests([Request::Version]).await?;
+        match conn.read_reply().await? {
+            Reply::Version(_) => {
+                conn.complete();
+                Ok(())
+            }
+            other => Err(conn.unexpected(&other, "version")),
+        }
+    }
+
+    /// Broken, or still in flight (its exchange was abandoned, e.g. by a dropped future):
+    /// never reused. No I/O.
+    fn has_broken(&self, conn: &mut AsyncConn) -> bool {
+        conn.broken || conn.in_flight
+    }
+}

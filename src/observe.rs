@@ -1,0 +1,107 @@
+//! What the client reports about its work: metrics through the `metrics` facade (feature
+//! `metrics`) and a `tracing` span per operation (feature `tracing`). Without the features
+//! every function here compiles to nothing.
+//!
+//! | metric | kind | labels |
+//! |---|---|---|
+//! | `memshard_requests_total` | counter | `server`, `command` |
+//! | `memshard_request_seconds` | histogram | `server`, `command` |
+//! | `memshard_errors_total` | counter | `server`, `command`, `kind` (io, timeout, protocol, server, pool, server_down) |
+//! | `memshard_timeouts_total` | counter | `server` |
+//! | `memshard_hits_total`, `memshard_misses_total` | counter | `server` |
+//! | `memshard_pool_wait_seconds` | histogram | `server` |
+//! | `memshard_ejections_total` | counter | `server` (a server marked down) |
+//! | `memshard_retries_total` | counter | `server` (probes of a down server) |
+#![allow(unused_variables)]
+
+use crate::error::Error;
+use std::time::Duration;
+
+/// The short name of an error kind, for labels.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) fn kind(e: &Error) -> &'static str {
+    match e {
+        Error::Io { .. } => "io",
+        Error::Timeout { .. } => "timeout",
+        Error::Protocol { .. } => "protocol",
+        Error::Server { .. } => "server",
+        Error::Pool { .. } => "pool",
+        Error::ServerDown { .. } => "server_down",
+        Error::InvalidKey { .. } => "invalid_key",
+        Error::ValueTooLarge { .. } => "value_too_large",
+        _ => "other",
+    }
+}
+
+/// One request to `server` finished.
+#[inline]
+pub(crate) fn request(server: &str, command: &'static str, elapsed: Duration, err: Option<&Error>) {
+    #[cfg(feature = "metrics")]
+    {
+        let labels = [
+            ("server", server.to_string()),
+            ("command", command.to_string()),
+        ];
+        metrics::counter!("memshard_requests_total", &labels).increment(1);
+        metrics::histogram!("memshard_request_seconds", &labels).record(elapsed.as_secs_f64());
+        if let Some(e) = err {
+            let k = kind(e);
+            metrics::counter!("memshard_errors_total", "server" => server.to_string(), "command" => command, "kind" => k).increment(1);
+            if k == "timeout" {
+                metrics::counter!("memshard_timeouts_total", "server" => server.to_string())
+                    .increment(1);
+            }
+        }
+    }
+}
+
+/// Hits and misses of a retrieval on `server`.
+#[inline]
+pub(crate) fn hits(server: &str, hits: u64, misses: u64) {
+    #[cfg(feature = "metrics")]
+    {
+        if hits > 0 {
+            metrics::counter!("memshard_hits_total", "server" => server.to_string())
+                .increment(hits);
+        }
+        if misses > 0 {
+            metrics::counter!("memshard_misses_total", "server" => server.to_string())
+                .increment(misses);
+        }
+    }
+}
+
+/// Time spent waiting for a pooled connection.
+#[inline]
+pub(crate) fn pool_wait(server: &str, waited: Duration) {
+    #[cfg(feature = "metrics")]
+    metrics::histogram!("memshard_pool_wait_seconds", "server" => server.to_string())
+        .record(waited.as_secs_f64());
+}
+
+/// `server` was marked down.
+#[inline]
+pub(crate) fn ejected(server: &str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("memshard_ejections_total", "server" => server.to_string()).increment(1);
+}
+
+/// A down `server` was probed.
+#[inline]
+pub(crate) fn retried(server: &str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("memshard_retries_total", "server" => server.to_string()).increment(1);
+}
+
+/// A span for one operation on one server (entered until dropped).
+#[cfg(feature = "tracing")]
+pub(crate) type Span = tracing::span::EnteredSpan;
+/// Without the `tracing` feature a span is nothing.
+#[cfg(not(feature = "tracing"))]
+pub(crate) type Span = ();
+
+#[inline]
+pub(crate) fn span(command: &'static str, server: &str) -> Span {
+    #[cfg(feature = "tracing")]
+    return tracing::debug_span!("memshard", command, server).entered();
+}

@@ -1,0 +1,89 @@
+//! Metrics counted by the client next to the servers' own `stats` (feature `metrics`).
+#![cfg(feature = "metrics")]
+
+mod common;
+
+use common::servers::{Cluster, require};
+use memshard::Client;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use std::collections::HashMap;
+
+#[test]
+fn metrics_match_server_stats() {
+    if !require("memcached") {
+        return;
+    }
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::set_global_recorder(recorder).expect("the only recorder in this test binary");
+    let c = Cluster::on_free_ports(&[2, 1, 1]);
+    let client = Client::builder()
+        .server_list(&c.server_list())
+        .unwrap()
+        .build()
+        .unwrap();
+    let before: Vec<(u64, u64, u64)> = c
+        .servers
+        .iter()
+        .map(|s| (s.stat("cmd_get"), s.stat("cmd_set"), s.stat("get_hits")))
+        .collect();
+    for i in 0..600 {
+        client.set(format!("m:{i}"), "v", 0, 0).unwrap();
+    }
+    for i in 0..900 {
+        client.get(format!("m:{i}")).unwrap(); // 600 hits, 300 misses
+    }
+    let keys: Vec<String> = (0..200).map(|i| format!("m:{i}")).collect();
+    client.get_multi(&keys);
+
+    // counters by (name, server, command)
+    let mut counters: HashMap<(String, String, String), u64> = HashMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        if let DebugValue::Counter(n) = value {
+            let labels: HashMap<String, String> = key
+                .key()
+                .labels()
+                .map(|l| (l.key().to_string(), l.value().to_string()))
+                .collect();
+            let server = labels.get("server").cloned().unwrap_or_default();
+            let command = labels.get("command").cloned().unwrap_or_default();
+            *counters
+                .entry((key.key().name().to_string(), server, command))
+                .or_default() += n;
+        }
+    }
+    let get = |name: &str, server: &str, command: &str| {
+        counters
+            .get(&(name.into(), server.into(), command.into()))
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut total_hits = 0;
+    for (s, (g0, s0, h0)) in c.servers.iter().zip(before) {
+        let addr = s.addr();
+        let server_gets = s.stat("cmd_get") - g0; // one per key, also inside a multi-get
+        let server_sets = s.stat("cmd_set") - s0;
+        let server_hits = s.stat("get_hits") - h0;
+        let sets = get("memshard_requests_total", &addr, "set");
+        let hits = get("memshard_hits_total", &addr, "");
+        let misses = get("memshard_misses_total", &addr, "");
+        println!(
+            "{addr}: client set requests {sets} / server cmd_set {server_sets}; client hits {hits} + misses {misses} / server cmd_get {server_gets}, get_hits {server_hits}"
+        );
+        assert_eq!(sets, server_sets);
+        assert_eq!(
+            hits + misses,
+            server_gets,
+            "every key asked for is a hit or a miss"
+        );
+        assert_eq!(hits, server_hits);
+        total_hits += hits;
+    }
+    assert_eq!(total_hits, 600 + 200);
+    let gets: u64 = c
+        .servers
+        .iter()
+        .map(|s| get("memshard_requests_total", &s.addr(), "get"))
+        .sum();
+    assert_eq!(gets, 900);
+}
