@@ -75,6 +75,7 @@ pub mod proto;
 pub mod replica;
 pub mod ring;
 pub mod servers;
+pub mod watch;
 
 pub use client::{Builder, Client, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use error::{Error, Result};

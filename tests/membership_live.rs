@@ -127,3 +127,86 @@ fn servers_added_and_removed_under_load() {
     }));
     assert_eq!(client.ring().servers().len(), 4);
 }
+
+#[test]
+fn watchers_follow_a_server_file_and_a_dns_name() {
+    if !require("memcached") {
+        return;
+    }
+    let ms: Vec<Memcached> = (0..3)
+        .map(|_| Memcached::start(Ipv4Addr::LOCALHOST, 0, ""))
+        .collect();
+    let client = Client::builder().servers([server(&ms[0])]).build().unwrap();
+    let file = std::env::temp_dir().join(format!("memshard-watch-{}.txt", std::process::id()));
+    let write = |n: usize| {
+        std::fs::write(
+            &file,
+            ms[..n]
+                .iter()
+                .map(|m| format!("{} 1\n", m.addr()))
+                .collect::<String>(),
+        )
+        .unwrap()
+    };
+    let wait_for = |n: usize| {
+        let t = std::time::Instant::now();
+        while client.ring().servers().len() != n {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "watcher did not apply {n} servers"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        t.elapsed()
+    };
+    write(2);
+    let w = client.watch_server_file(&file, Duration::from_millis(50));
+    let took = wait_for(2);
+    write(3);
+    let took3 = wait_for(3);
+    std::fs::write(&file, "not a server list ::::\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        client.ring().servers().len(),
+        3,
+        "a bad file keeps the servers"
+    );
+    assert!(
+        w.last_error().is_some_and(|e| e.contains("line 1")),
+        "{:?}",
+        w.last_error()
+    );
+    println!(
+        "file watcher: 2 servers applied after {took:?}, 3 after {took3:?}; bad file kept 3 ({:?})",
+        w.last_error()
+    );
+    drop(w);
+    let _ = std::fs::remove_file(&file);
+    // the client works on the servers the watcher gave it
+    client.set("watched", "yes", 0, 0).unwrap();
+    assert_eq!(client.get("watched").unwrap().unwrap().value, b"yes");
+
+    // DNS: localhost comes from the hosts file
+    let dns = Client::builder().servers([server(&ms[1])]).build().unwrap();
+    let w = dns.watch_dns("localhost", ms[2].port, 1, Duration::from_millis(50));
+    let t = std::time::Instant::now();
+    while !dns.ring().servers().iter().any(|s| s.port == ms[2].port) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "dns watcher did not apply: {:?}",
+            w.last_error()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!(
+        "dns watcher: localhost -> {:?}",
+        dns.ring()
+            .servers()
+            .iter()
+            .map(|s| s.addr.clone())
+            .collect::<Vec<_>>()
+    );
+    assert!(w.applied() >= 1);
+    dns.set("dns", "ok", 0, 0).unwrap();
+    assert_eq!(ms[2].raw_get(b"dns").as_deref(), Some(&b"ok"[..]));
+}
