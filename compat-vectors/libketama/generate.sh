@@ -14,7 +14,7 @@ if ! "$VENV/bin/python" -c 'import ketama' 2>/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$VENV/bin/python" make_cases.py libketama "$tmp"
+"$VENV/bin/python" ../shared-tools/ketama_cases.py libketama "$tmp"
 rm -rf cases && mkdir cases
 for d in "$tmp"/*/; do
   c=$(basename "$d")

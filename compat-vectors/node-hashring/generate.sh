@@ -11,7 +11,7 @@ PY=python3
 command -v "$PY" >/dev/null || PY=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$PY" make_cases.py node-hashring "$tmp"
+"$PY" ../shared-tools/ketama_cases.py node-hashring "$tmp"
 rm -rf cases && mkdir cases
 for d in "$tmp"/*/; do
   c=$(basename "$d")

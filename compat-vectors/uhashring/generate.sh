@@ -10,7 +10,7 @@ ver=$(dpkg-query -W -f='${Version}' python3-uhashring)
 [ "$ver" = "2.1-3" ] || echo "warning: python3-uhashring $ver, vectors were made with 2.1-3" >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$PY" make_cases.py uhashring "$tmp"
+"$PY" ../shared-tools/ketama_cases.py uhashring "$tmp"
 rm -rf cases && mkdir cases
 for d in "$tmp"/*/; do
   c=$(basename "$d")

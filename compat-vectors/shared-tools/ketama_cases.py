@@ -3,9 +3,9 @@
 
 Usage: make_cases.py PEER OUTDIR      PEER = uhashring | node-hashring | libketama
 
-This file is identical in compat-vectors/{uhashring,node-hashring,libketama}/.
+Shared by compat-vectors/{uhashring,node-hashring,libketama}/generate.sh.
 It only chooses server lists and keys; every answer in expected.tsv comes from
-running the peer itself (see the driver next to this file). Keys are chosen
+running the peer itself (see the driver in each peer folder). Keys are chosen
 deterministically (seeded PRNG plus fixed corner keys), so re-running gives the
 same files.
 
