@@ -344,34 +344,12 @@ impl View {
 
     /// The view over `members`; with `eject`, routing over the members that are not down.
     fn new(full: Arc<Ring>, members: Vec<Arc<Member>>, eject: bool) -> View {
-        let n = members.len();
-        let live: Vec<usize> = (0..n)
-            .filter(|&i| !eject || !members[i].health.is_down())
-            .collect();
-        if live.is_empty() || live.len() == n {
-            // Nobody (or everybody) is live: the full ring; down servers fail fast.
-            return View {
-                routing: full.clone(),
-                full,
-                members,
-                to_member: (0..n).collect(),
-            };
-        }
-        let servers = live.iter().map(|&i| full.servers()[i].clone()).collect();
-        match full.with_servers(servers) {
-            Ok(r) => View {
-                routing: Arc::new(r),
-                full,
-                members,
-                to_member: live,
-            },
-            // Cannot happen for a subset of a list that built; keep the full ring.
-            Err(_) => View {
-                routing: full.clone(),
-                full,
-                members,
-                to_member: (0..n).collect(),
-            },
+        let (routing, to_member) = live_routing(&full, |i| eject && members[i].health.is_down());
+        View {
+            full,
+            members,
+            routing,
+            to_member,
         }
     }
 
@@ -381,47 +359,24 @@ impl View {
     }
 }
 
-/// The ring in force and, for each of its servers, the index in the configured list.
-/// Shared with the async client (`aio`).
-#[cfg_attr(not(feature = "async"), allow(dead_code))]
-pub(crate) struct Routing {
-    pub(crate) ring: Ring,
-    pub(crate) to_server: Vec<usize>,
-}
-
-#[cfg_attr(not(feature = "async"), allow(dead_code))]
-impl Routing {
-    /// The ring over every configured server.
-    pub(crate) fn full(ring: &Ring) -> Routing {
-        Routing {
-            ring: ring.clone(),
-            to_server: (0..ring.servers().len()).collect(),
-        }
+/// The routing ring over the servers of `full` for which `down(index)` is false, built exactly
+/// as the flavour builds it for that list (live count and total weight change point counts),
+/// with each of its servers' index in `full`. Nobody (or everybody) live: `full` itself, and
+/// down servers fail fast. Shared by the blocking and the async (`aio`) client.
+pub(crate) fn live_routing(
+    full: &Arc<Ring>,
+    down: impl Fn(usize) -> bool,
+) -> (Arc<Ring>, Vec<usize>) {
+    let n = full.servers().len();
+    let live: Vec<usize> = (0..n).filter(|&i| !down(i)).collect();
+    if live.is_empty() || live.len() == n {
+        return (full.clone(), (0..n).collect());
     }
-
-    /// The routing auto-eject uses: the ring over the servers that are not down, built exactly
-    /// as the flavour builds it for that list (live count and total weight change point
-    /// counts); the full ring when nobody (or everybody) is live. `None` if that ring cannot
-    /// be built (cannot happen for a subset of a list that built).
-    pub(crate) fn over_live(ring: &Ring, health: &[Health]) -> Option<Routing> {
-        let all = ring.servers();
-        let live: Vec<usize> = (0..all.len()).filter(|&i| !health[i].is_down()).collect();
-        if live.is_empty() || live.len() == all.len() {
-            // Nobody (or everybody) is live: keep the full ring; down servers fail fast.
-            return Some(Routing::full(ring));
-        }
-        let servers = live.iter().map(|&i| all[i].clone()).collect();
-        Ring::with_options(
-            servers,
-            ring.flavor(),
-            Some(ring.key_hash()),
-            ring.hash_tag(),
-        )
-        .ok()
-        .map(|ring| Routing {
-            ring,
-            to_server: live,
-        })
+    let servers = live.iter().map(|&i| full.servers()[i].clone()).collect();
+    match full.with_servers(servers) {
+        Ok(r) => (Arc::new(r), live),
+        // Cannot happen for a subset of a list that built; keep the full ring.
+        Err(_) => (full.clone(), (0..n).collect()),
     }
 }
 

@@ -93,15 +93,17 @@ pub(crate) fn retried(server: &str) {
     metrics::counter!("memshard_retries_total", "server" => server.to_string()).increment(1);
 }
 
-/// A span for one operation on one server (entered until dropped).
-#[cfg(feature = "tracing")]
-pub(crate) type Span = tracing::span::EnteredSpan;
-/// Without the `tracing` feature a span is nothing.
-#[cfg(not(feature = "tracing"))]
-pub(crate) type Span = ();
+/// A span for one operation on one server, entered until dropped (nothing without the
+/// `tracing` feature).
+pub(crate) struct Span {
+    #[cfg(feature = "tracing")]
+    _entered: tracing::span::EnteredSpan,
+}
 
 #[inline]
 pub(crate) fn span(command: &'static str, server: &str) -> Span {
-    #[cfg(feature = "tracing")]
-    return tracing::debug_span!("memshard", command, server).entered();
+    Span {
+        #[cfg(feature = "tracing")]
+        _entered: tracing::debug_span!("memshard", command, server).entered(),
+    }
 }

@@ -1,7 +1,8 @@
 //! The async client (`memshard::aio`, feature `async`) against real memcached servers started
 //! here on loopback: commands and outcomes, placement equal to the blocking client's ring,
 //! multi-key operations, hostile keys, timeouts, failure policy, cancellation safety under
-//! thousands of dropped futures, and interop with the blocking client.
+//! thousands of dropped futures, interop with the blocking client, and servers added and
+//! removed under concurrent load.
 #![cfg(feature = "async")]
 
 mod common;
@@ -9,11 +10,12 @@ mod common;
 use common::proxy::{FaultProxy, Mode};
 use common::servers::{Cluster, Memcached, free_port, require};
 use memshard::aio;
-use memshard::{Client, DeleteOutcome, Error, FailurePolicy, StoreOutcome, TouchOutcome};
+use memshard::plan::{Keys, Method};
+use memshard::{Client, DeleteOutcome, Error, FailurePolicy, Server, StoreOutcome, TouchOutcome};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 fn cluster() -> Option<&'static Cluster> {
@@ -767,4 +769,228 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
         "too few cancellations to mean anything"
     );
     assert!(g(&tally.checked) >= 2000);
+}
+
+/// Reads a key's value must carry: the key itself.
+fn member_value(k: &str) -> String {
+    format!("{k}=value")
+}
+
+/// Reader tasks for the membership test: each loops over `keys` (single gets, and every
+/// fourth round a 10-key get_multi) until `stop`, counting reads, wrong values and errors.
+fn spawn_readers(
+    client: &aio::Client,
+    keys: &Arc<Vec<String>>,
+    stop: &Arc<AtomicBool>,
+    tally: &Arc<[AtomicU64; 3]>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..8)
+        .map(|t| {
+            let (client, keys, stop, tally) =
+                (client.clone(), keys.clone(), stop.clone(), tally.clone());
+            tokio::spawn(async move {
+                let [ops, wrong, errors] = &*tally;
+                let mut i = t * 7919;
+                let mut round = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    round += 1;
+                    i = (i + 104_729) % keys.len();
+                    let batch: Vec<&String> = if round.is_multiple_of(4) {
+                        (0..10).map(|j| &keys[(i + j * 31) % keys.len()]).collect()
+                    } else {
+                        vec![&keys[i]]
+                    };
+                    let got = if batch.len() == 1 {
+                        vec![client.get(batch[0]).await]
+                    } else {
+                        client.get_multi(&batch).await
+                    };
+                    for (k, r) in batch.iter().zip(got) {
+                        ops.fetch_add(1, Ordering::Relaxed);
+                        match r {
+                            // every value read must be this key's
+                            Ok(Some(item)) if item.value != member_value(k).as_bytes() => {
+                                wrong.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                errors.fetch_add(1, Ordering::Relaxed);
+                                eprintln!("{k}: {e}");
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Live membership on the async client (the blocking `membership_live` test's scenario):
+/// a 5th server added, then the 2nd removed, each while 8 tokio tasks read keys whose values
+/// encode the key. No read may return another key's value or fail; afterwards exactly the keys
+/// the planner says move miss; the servers that stay keep their pools; the removed server's
+/// pool (and its connections) goes once its last request ends; the removal is applied from a
+/// thread outside the runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_added_and_removed_under_concurrent_load() {
+    if !require("memcached") {
+        return;
+    }
+    let ms: Vec<Memcached> = (0..5)
+        .map(|_| Memcached::start(Ipv4Addr::LOCALHOST, 0, ""))
+        .collect();
+    let server = |m: &Memcached| Server::new(m.ip.to_string(), m.port);
+    let idle_conns = ms[1].stat("curr_connections");
+    let four: Vec<Server> = ms[..4].iter().map(server).collect();
+    let client = aio::Client::builder()
+        .servers(four.clone())
+        .pool_size(4)
+        .build()
+        .unwrap();
+    let keys: Arc<Vec<String>> = Arc::new((0..20_000).map(|i| format!("amember:{i}")).collect());
+    let items: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), member_value(k))).collect();
+    assert!(
+        client
+            .set_multi(&items, 0, 0)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
+    let conns_before = ms[0].stat("total_connections");
+    let key_bytes = Keys::List(keys.iter().map(|k| k.clone().into_bytes()).collect());
+    let planned = |client: &aio::Client, list: &[Server]| {
+        client
+            .plan_servers(list, &key_bytes)
+            .unwrap()
+            .methods
+            .iter()
+            .find(|m| m.method == Method::Ketama)
+            .unwrap()
+            .moved
+    };
+    let misses = |got: &[memshard::Result<Option<memshard::Item>>]| {
+        got.iter().filter(|r| matches!(r, Ok(None))).count() as u64
+    };
+    let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+
+    // add a 5th server under load
+    let mut five = four.clone();
+    five.push(server(&ms[4]));
+    let expected_add = planned(&client, &five);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally: Arc<[AtomicU64; 3]> = Arc::default();
+    let readers = spawn_readers(&client, &keys, &stop, &tally);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    client.set_servers(five.clone()).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in readers {
+        h.await.unwrap();
+    }
+    let got = client.get_multi(&keys).await;
+    let misses_after_add = misses(&got);
+    let [ops, wrong, errors] = &*tally;
+    println!(
+        "aio: add a 5th server under load: {} reads by 8 tasks, {} wrong values, {} errors; {} of {} keys now miss (planner expected {})",
+        g(ops),
+        g(wrong),
+        g(errors),
+        misses_after_add,
+        keys.len(),
+        expected_add
+    );
+    assert_eq!(g(wrong), 0, "wrong values");
+    assert_eq!(g(errors), 0, "errors");
+    assert!(g(ops) >= 1000, "too few reads to mean anything");
+    assert_eq!(
+        misses_after_add, expected_add,
+        "exactly the keys the planner said move now miss"
+    );
+    assert_eq!(client.ring().servers().len(), 5);
+    // the servers that stayed kept their pools: no reconnect storm
+    let new_conns = ms[0].stat("total_connections") - conns_before;
+    assert!(
+        new_conns <= 4,
+        "{new_conns} new connections to a server that stayed"
+    );
+
+    // refill, then remove the second server under load, from a thread outside the runtime
+    assert!(
+        client
+            .set_multi(&items, 0, 0)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
+    let mut without = five.clone();
+    let gone = without.remove(1);
+    let expected_remove = planned(&client, &without);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally: Arc<[AtomicU64; 3]> = Arc::default();
+    let readers = spawn_readers(&client, &keys, &stop, &tally);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let busy_conns = ms[1].stat("curr_connections");
+    let c = client.clone();
+    tokio::task::spawn_blocking(move || {
+        std::thread::spawn(move || c.set_servers(without))
+            .join()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in readers {
+        h.await.unwrap();
+    }
+    let got = client.get_multi(&keys).await;
+    let misses_after_remove = misses(&got);
+    let [ops, wrong, errors] = &*tally;
+    let final_errors = got.iter().filter(|r| r.is_err()).count();
+    // the removed server's pool is gone with its last request: its connections close
+    let t = Instant::now();
+    let mut gone_conns = ms[1].stat("curr_connections");
+    while gone_conns > idle_conns && t.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        gone_conns = ms[1].stat("curr_connections");
+    }
+    println!(
+        "aio: remove {} under load: {} reads by 8 tasks, {} wrong values, {} errors; {} of {} keys miss (planner expected {}), {} errors after; its connections {} idle, {} in use, {} after {:?}",
+        gone.addr,
+        g(ops),
+        g(wrong),
+        g(errors),
+        misses_after_remove,
+        keys.len(),
+        expected_remove,
+        final_errors,
+        idle_conns,
+        busy_conns,
+        gone_conns,
+        t.elapsed()
+    );
+    assert_eq!(g(wrong), 0, "wrong values");
+    assert_eq!(g(errors), 0, "errors");
+    assert!(g(ops) >= 1000, "too few reads to mean anything");
+    assert_eq!(final_errors, 0);
+    assert_eq!(misses_after_remove, expected_remove);
+    assert!(got.iter().all(|r| match r {
+        Ok(Some(item)) => std::str::from_utf8(&item.value).is_ok_and(|v| v.ends_with("=value")),
+        _ => true,
+    }));
+    assert_eq!(client.ring().servers().len(), 4);
+    assert!(
+        !client.ring().servers().iter().any(|s| s.port == gone.port),
+        "the removed server is out of the ring"
+    );
+    assert!(
+        busy_conns > idle_conns,
+        "the pool was in use before the removal"
+    );
+    assert!(
+        gone_conns <= idle_conns,
+        "the removed server's pool still holds {} connections",
+        gone_conns - idle_conns
+    );
 }

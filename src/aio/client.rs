@@ -3,7 +3,7 @@
 
 use super::conn::{AsyncConn, LastError, Manager, Sink};
 use crate::KeyHash;
-use crate::client::{DeleteOutcome, Item, Routing, Stats, StoreOutcome, TouchOutcome};
+use crate::client::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome, live_routing};
 use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::proto::{self, Reply, Request, StoreCommand};
@@ -115,119 +115,200 @@ impl Builder {
             proto::validate_key(&b.prefix)
                 .map_err(|e| Error::Config(format!("key prefix: {e}")))?;
         }
-        let ring = Ring::with_options(b.servers, b.flavor, b.hash, b.tag)?;
-        let n = ring.servers().len();
-        let mut pools = Vec::with_capacity(n);
-        let mut last_errors = Vec::with_capacity(n);
-        for s in ring.servers() {
-            let last: LastError = Arc::default();
-            let m = Manager::new(&s.host, s.port, &s.addr, b.conn.clone(), b.ping_on_checkout);
-            let pool = bb8::Pool::builder()
-                .max_size(b.pool_size)
-                .min_idle(b.min_idle)
-                .connection_timeout(b.checkout_timeout)
-                .test_on_check_out(b.ping_on_checkout)
-                // one connect attempt per checkout; the failure policy decides about retrying
-                .retry_connection(false)
-                .error_sink(Box::new(Sink(last.clone())))
-                .build_unchecked(m);
-            pools.push(pool);
-            last_errors.push(last);
+        let ring = Arc::new(Ring::with_point_hash(
+            b.servers,
+            b.flavor,
+            b.hash,
+            b.point_hash,
+            b.tag,
+        )?);
+        let inner = Arc::new(Inner {
+            view: ArcSwap::from_pointee(AsyncView::new(ring.clone(), Vec::new(), false)),
+            rebuild: Mutex::new(()),
+            policy: b.policy,
+            epoch: Instant::now(),
+            runtime: tokio::runtime::Handle::current(),
+            pool_cfg: PoolCfg {
+                size: b.pool_size,
+                min_idle: b.min_idle,
+                checkout: b.checkout_timeout,
+                ping: b.ping_on_checkout,
+            },
+            conn_opts: b.conn,
+            prefix: b.prefix,
+            hash_with_prefix: b.hash_with_prefix,
+        });
+        let members = ring.servers().iter().map(|s| inner.new_member(s)).collect();
+        inner
+            .view
+            .store(Arc::new(AsyncView::new(ring, members, false)));
+        Ok(Client { inner })
+    }
+}
+
+/// Pool settings, kept to make pools for servers added later.
+#[derive(Clone, Copy, Debug)]
+struct PoolCfg {
+    size: u32,
+    min_idle: Option<u32>,
+    checkout: Duration,
+    ping: bool,
+}
+
+/// One configured server: its bb8 pool, its health and the last connect error its pool saw. A
+/// server that stays in the list across [`Client::set_servers`] keeps its member (and so its
+/// pool and health); a removed one is dropped, pool and all, when its last request ends.
+struct Member {
+    server: Server,
+    pool: bb8::Pool<Manager>,
+    health: Health,
+    probing: AtomicBool,
+    last_error: LastError,
+}
+
+/// What requests route with, replaced as a whole (by `set_servers` and by auto-eject): a
+/// request loads it once and finishes on it, whatever happens meanwhile.
+struct AsyncView {
+    /// The ring over every configured server; `members` is parallel to its servers.
+    full: Arc<Ring>,
+    members: Vec<Arc<Member>>,
+    /// `full`, or with auto-eject the ring over the live servers.
+    routing: Arc<Ring>,
+    /// `routing`'s server index → index into `members`.
+    to_member: Vec<usize>,
+}
+
+impl AsyncView {
+    /// The view over `members` (parallel to `full`'s servers, or empty while building); with
+    /// `eject`, routing over the members that are not down (the blocking client's
+    /// [`live_routing`]).
+    fn new(full: Arc<Ring>, members: Vec<Arc<Member>>, eject: bool) -> AsyncView {
+        let (routing, to_member) = live_routing(&full, |i| {
+            eject && members.get(i).is_some_and(|m| m.health.is_down())
+        });
+        AsyncView {
+            full,
+            members,
+            routing,
+            to_member,
         }
-        Ok(Client {
-            inner: Arc::new(Inner {
-                routing: ArcSwap::from_pointee(Routing::full(&ring)),
-                ring,
-                rebuild: Mutex::new(()),
-                health: (0..n).map(|_| Health::default()).collect(),
-                probing: (0..n).map(|_| AtomicBool::new(false)).collect(),
-                policy: b.policy,
-                epoch: Instant::now(),
-                conn_opts: b.conn,
-                checkout_timeout: b.checkout_timeout,
-                pools,
-                last_errors,
-                prefix: b.prefix,
-                hash_with_prefix: b.hash_with_prefix,
-            }),
-        })
+    }
+
+    /// The member owning `hashed` (the key as hashed), or `None` for an empty ring.
+    fn owner(&self, hashed: &[u8]) -> Option<&Arc<Member>> {
+        self.routing
+            .route(hashed)
+            .and_then(|i| self.members.get(self.to_member[i]))
     }
 }
 
 struct Inner {
-    ring: Ring,
-    routing: ArcSwap<Routing>,
+    /// Ring, members and routing in force.
+    view: ArcSwap<AsyncView>,
+    /// One rebuild of the view at a time.
     rebuild: Mutex<()>,
-    health: Vec<Health>,
-    probing: Vec<AtomicBool>,
     policy: FailurePolicy,
     epoch: Instant,
+    /// The runtime the client was built in: pools for servers added later are made in it.
+    runtime: tokio::runtime::Handle,
+    pool_cfg: PoolCfg,
     conn_opts: crate::conn::ConnOptions,
-    checkout_timeout: Duration,
-    pools: Vec<bb8::Pool<Manager>>,
-    last_errors: Vec<LastError>,
     prefix: Vec<u8>,
     hash_with_prefix: bool,
 }
 
 impl Inner {
-    fn addr(&self, server: usize) -> &str {
-        &self.ring.servers()[server].addr
+    /// A member for `s` with a new pool (opens no connection unless `min_idle` asks).
+    fn new_member(&self, s: &Server) -> Arc<Member> {
+        // bb8 runs its upkeep as tasks of the current runtime
+        let _rt = self.runtime.enter();
+        let last: LastError = Arc::default();
+        let m = Manager::new(
+            &s.host,
+            s.port,
+            &s.addr,
+            self.conn_opts.clone(),
+            self.pool_cfg.ping,
+        );
+        let pool = bb8::Pool::builder()
+            .max_size(self.pool_cfg.size)
+            .min_idle(self.pool_cfg.min_idle)
+            .connection_timeout(self.pool_cfg.checkout)
+            .test_on_check_out(self.pool_cfg.ping)
+            // one connect attempt per checkout; the failure policy decides about retrying
+            .retry_connection(false)
+            .error_sink(Box::new(Sink(last.clone())))
+            .build_unchecked(m);
+        Arc::new(Member {
+            server: s.clone(),
+            pool,
+            health: Health::default(),
+            probing: AtomicBool::new(false),
+            last_error: last,
+        })
     }
 
-    /// Count the outcome of talking to `server` (the blocking client's rules).
-    fn observe(self: &Arc<Self>, server: usize, err: Option<&Error>) {
+    /// Count the outcome of talking to `m` (the blocking client's rules).
+    fn observe(self: &Arc<Self>, m: &Arc<Member>, err: Option<&Error>) {
         let t = match err {
-            None | Some(Error::Server { .. }) => self.health[server].success(),
+            None | Some(Error::Server { .. }) => m.health.success(),
             Some(e) if e.is_server_failure() => {
-                self.health[server].failure(&self.policy, self.epoch, Instant::now())
+                m.health.failure(&self.policy, self.epoch, Instant::now())
             }
             Some(_) => Transition::None,
         };
         match t {
             Transition::WentDown => {
                 self.rebuild_routing();
-                self.spawn_prober(server);
+                self.spawn_prober(m);
             }
             Transition::CameBack => self.rebuild_routing(),
             Transition::None => {}
         }
     }
 
-    /// With auto-eject, route over the live servers (`Routing::over_live`, shared with the
-    /// blocking client's module: the ring rebuilt by the flavour over the live servers).
+    /// With auto-eject, swap in the view routing over the live servers (`live_routing`, shared
+    /// with the blocking client: the ring rebuilt by the flavour over the live servers).
     fn rebuild_routing(&self) {
         if !self.policy.auto_eject {
             return;
         }
         let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(routing) = Routing::over_live(&self.ring, &self.health) {
-            self.routing.store(Arc::new(routing));
-        }
+        let cur = self.view.load_full();
+        self.view.store(Arc::new(AsyncView::new(
+            cur.full.clone(),
+            cur.members.clone(),
+            true,
+        )));
     }
 
     /// Probe a down server from a tokio task each time its retry timeout passes, until it
-    /// answers `version`.
-    fn spawn_prober(self: &Arc<Self>, server: usize) {
-        if self.probing[server].swap(true, Ordering::AcqRel) {
+    /// answers `version` (or leaves the server list).
+    fn spawn_prober(self: &Arc<Self>, m: &Arc<Member>) {
+        if m.probing.swap(true, Ordering::AcqRel) {
             return;
         }
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
-                h.spawn(prober(Arc::downgrade(self), server));
+                h.spawn(prober(Arc::downgrade(self), m.clone()));
             }
-            Err(_) => self.probing[server].store(false, Ordering::Release),
+            Err(_) => m.probing.store(false, Ordering::Release),
         }
     }
 }
 
-async fn prober(weak: Weak<Inner>, server: usize) {
+async fn prober(weak: Weak<Inner>, m: Arc<Member>) {
     loop {
-        // Hold the client only while working, so dropping it ends this task.
+        // Hold the client only while working, so dropping it ends this task; a server removed
+        // by set_servers is not probed any longer.
         let Some(inner) = weak.upgrade() else { return };
-        match inner.health[server].availability(inner.epoch, Instant::now()) {
+        if !inner.view.load().members.iter().any(|x| Arc::ptr_eq(x, &m)) {
+            m.probing.store(false, Ordering::Release);
+            return;
+        }
+        match m.health.availability(inner.epoch, Instant::now()) {
             Availability::Up => {
-                inner.probing[server].store(false, Ordering::Release);
+                m.probing.store(false, Ordering::Release);
                 return;
             }
             Availability::Down(wait) => {
@@ -235,7 +316,7 @@ async fn prober(weak: Weak<Inner>, server: usize) {
                 tokio::time::sleep(wait.min(Duration::from_millis(100))).await;
             }
             Availability::Probe => {
-                let s = &inner.ring.servers()[server];
+                let s = &m.server;
                 let answered = async {
                     let mut c =
                         AsyncConn::connect(&s.host, s.port, &s.addr, &inner.conn_opts).await?;
@@ -248,14 +329,14 @@ async fn prober(weak: Weak<Inner>, server: usize) {
                 .await;
                 match answered {
                     Ok(()) => {
-                        if inner.health[server].success() == Transition::CameBack {
+                        if m.health.success() == Transition::CameBack {
                             inner.rebuild_routing();
                         }
-                        inner.probing[server].store(false, Ordering::Release);
+                        m.probing.store(false, Ordering::Release);
                         return;
                     }
                     Err(_) => {
-                        inner.health[server].failure(&inner.policy, inner.epoch, Instant::now());
+                        m.health.failure(&inner.policy, inner.epoch, Instant::now());
                     }
                 }
             }
@@ -273,9 +354,10 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let view = self.inner.view.load();
         f.debug_struct("aio::Client")
-            .field("servers", &self.inner.ring.servers().len())
-            .field("flavor", &self.inner.ring.flavor())
+            .field("servers", &view.members.len())
+            .field("flavor", &view.full.flavor())
             .finish()
     }
 }
@@ -379,7 +461,10 @@ async fn read_hits(
 type Results<T> = Vec<(usize, Result<T>)>;
 
 /// One server's share of a multi-get: server, input indexes, wire keys.
-type PerServer<'k> = (usize, Vec<usize>, Vec<&'k [u8]>);
+type PerServer<'k> = (Arc<Member>, Vec<usize>, Vec<&'k [u8]>);
+
+/// Input indexes grouped by the server that owns them: `(server, indexes)`.
+type Groups = Vec<(Arc<Member>, Vec<usize>)>;
 
 impl Client {
     /// A builder with every default.
@@ -388,22 +473,82 @@ impl Client {
     }
 
     /// The ring over every configured server (the blocking client's ring for the same list).
-    pub fn ring(&self) -> &Ring {
-        &self.inner.ring
+    pub fn ring(&self) -> Arc<Ring> {
+        self.inner.view.load().full.clone()
     }
 
     /// The ring in force now: with auto-eject and a server down, the ring over the live servers.
     pub fn current_ring(&self) -> Ring {
-        self.inner.routing.load().ring.clone()
+        (*self.inner.view.load().routing).clone()
     }
 
     /// Servers currently marked down.
     pub fn down_servers(&self) -> Vec<Server> {
-        let inner = &self.inner;
-        (0..inner.health.len())
-            .filter(|&i| inner.health[i].is_down())
-            .map(|i| inner.ring.servers()[i].clone())
+        self.inner
+            .view
+            .load()
+            .members
+            .iter()
+            .filter(|m| m.health.is_down())
+            .map(|m| m.server.clone())
             .collect()
+    }
+
+    /// Replace the server list while the client runs (as the blocking
+    /// [`Client::set_servers`](crate::Client::set_servers)). The new ring is swapped in
+    /// atomically; requests in flight finish on the ring they started with; servers that stay
+    /// (same host and port) keep their pools (and health), new servers get pools, removed
+    /// servers' pools are dropped once their last request returns. Flavour, key hash and hash
+    /// tag stay as built. Callable from any thread: new pools run in the client's runtime.
+    /// [`Client::plan_servers`] tells beforehand what the change costs.
+    pub fn set_servers(&self, servers: Vec<Server>) -> Result<()> {
+        let inner = &self.inner;
+        let _one_at_a_time = inner.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let cur = inner.view.load_full();
+        let ring = cur.full.with_servers(servers)?;
+        let members = ring
+            .servers()
+            .iter()
+            .map(|s| {
+                cur.members
+                    .iter()
+                    .find(|m| m.server.host == s.host && m.server.port == s.port)
+                    .cloned()
+                    .unwrap_or_else(|| inner.new_member(s))
+            })
+            .collect();
+        inner.view.store(Arc::new(AsyncView::new(
+            Arc::new(ring),
+            members,
+            inner.policy.auto_eject,
+        )));
+        Ok(())
+    }
+
+    /// What [`Client::set_servers`] with `servers` would cost, on `keys` (see
+    /// [`crate::plan::plan`]): the share of keys that move, per pair of servers, and the
+    /// imbalance before and after. CPU-bound on large key sets: call it from
+    /// `spawn_blocking` there.
+    pub fn plan_servers(
+        &self,
+        servers: &[Server],
+        keys: &crate::plan::Keys,
+    ) -> Result<crate::plan::Plan> {
+        let full = self.ring();
+        let choice = crate::plan::RingChoice {
+            flavor: full.flavor(),
+            hash: Some(full.key_hash()),
+            tag: full.hash_tag(),
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(crate::plan::plan(
+            full.servers(),
+            servers,
+            choice,
+            keys,
+            threads,
+            &std::sync::atomic::AtomicU64::new(0),
+        )?)
     }
 
     fn wire_key<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
@@ -420,20 +565,21 @@ impl Client {
         Ok(wire)
     }
 
-    /// Validate, prefix and route one key: `(wire key, server)`.
-    fn route<'k>(&self, key: &'k [u8]) -> Result<(Cow<'k, [u8]>, usize)> {
+    /// Validate, prefix and route one key (on the view in force): `(wire key, server)`.
+    fn route<'k>(&self, key: &'k [u8]) -> Result<(Cow<'k, [u8]>, Arc<Member>)> {
         let wire = self.wire_key(key)?;
         let hashed: &[u8] = if self.inner.hash_with_prefix {
             &wire
         } else {
             key
         };
-        let routing = self.inner.routing.load();
-        let i = routing
-            .ring
-            .route(hashed)
+        let server = self
+            .inner
+            .view
+            .load()
+            .owner(hashed)
+            .cloned()
             .ok_or(Error::Config("the ring has no points".into()))?;
-        let server = routing.to_server[i];
         Ok((wire, server))
     }
 
@@ -449,50 +595,51 @@ impl Client {
     }
 
     /// A connection to `server` unless it is marked down; a failed checkout counts.
-    async fn checkout(&self, server: usize) -> Result<Pooled<'_>> {
+    async fn checkout<'m>(&self, m: &'m Arc<Member>) -> Result<Pooled<'m>> {
         let inner = &self.inner;
-        match inner.health[server].availability(inner.epoch, Instant::now()) {
+        match m.health.availability(inner.epoch, Instant::now()) {
             Availability::Up => {}
             Availability::Down(wait) => {
                 return Err(Error::ServerDown {
-                    server: inner.addr(server).to_string(),
+                    server: m.server.addr.clone(),
                     retry_in_ms: wait.as_millis(),
                 });
             }
             Availability::Probe => {
                 return Err(Error::ServerDown {
-                    server: inner.addr(server).to_string(),
+                    server: m.server.addr.clone(),
                     retry_in_ms: 0,
                 });
             }
         }
         let started = Instant::now();
-        match inner.pools[server].get().await {
+        match m.pool.get().await {
             Ok(c) => Ok(c),
             Err(e) => {
                 let err = match e {
                     bb8::RunError::User(e) => e,
                     bb8::RunError::TimedOut => {
-                        let last = inner.last_errors[server]
+                        let last = m
+                            .last_error
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
                             .clone();
                         match last {
                             // A connect failed during (or just before) this checkout.
-                            Some((t, e)) if t + inner.checkout_timeout >= started => Error::Pool {
-                                server: inner.addr(server).to_string(),
+                            Some((t, e)) if t + inner.pool_cfg.checkout >= started => Error::Pool {
+                                server: m.server.addr.clone(),
                                 message: format!("timed out waiting for a connection: {e}"),
                                 exhausted: false,
                             },
                             _ => Error::Pool {
-                                server: inner.addr(server).to_string(),
+                                server: m.server.addr.clone(),
                                 message: "timed out waiting for a connection".into(),
                                 exhausted: true,
                             },
                         }
                     }
                 };
-                inner.observe(server, Some(&err));
+                inner.observe(m, Some(&err));
                 Err(err)
             }
         }
@@ -501,7 +648,7 @@ impl Client {
     /// End an exchange: a result that read every reply (success, or an error reply from the
     /// server) leaves the connection reusable; anything else has already marked it broken.
     /// The outcome counts for the server's health.
-    fn finish<T>(&self, server: usize, conn: &mut AsyncConn, r: Result<T>) -> Result<T> {
+    fn finish<T>(&self, server: &Arc<Member>, conn: &mut AsyncConn, r: Result<T>) -> Result<T> {
         if r.is_ok() || matches!(r, Err(Error::Server { .. })) {
             conn.complete();
         }
@@ -512,7 +659,7 @@ impl Client {
     /// One request whose reply is one line, parsed by `parse`.
     async fn single<T>(
         &self,
-        server: usize,
+        server: &Arc<Member>,
         req: Request<'_>,
         parse: fn(Reply, &mut AsyncConn) -> Result<T>,
     ) -> Result<T> {
@@ -533,7 +680,7 @@ impl Client {
 
     async fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
         let (wire, server) = self.route(key)?;
-        let mut c = self.checkout(server).await?;
+        let mut c = self.checkout(&server).await?;
         let keys = [&wire[..]];
         let req = match touch {
             None => Request::Get { keys: &keys, cas },
@@ -554,7 +701,7 @@ impl Client {
             }
             Err(e) => Err(e),
         };
-        self.finish(server, &mut c, r).map(|()| out)
+        self.finish(&server, &mut c, r).map(|()| out)
     }
 
     /// `get`: the value, or `None` on a miss.
@@ -595,7 +742,7 @@ impl Client {
             value,
             noreply: false,
         };
-        self.single(server, req, check_store).await
+        self.single(&server, req, check_store).await
     }
 
     /// `set`: store unconditionally. `exptime` 0 = never expires.
@@ -677,7 +824,7 @@ impl Client {
             key: &wire,
             noreply: false,
         };
-        self.single(server, req, check_delete).await
+        self.single(&server, req, check_delete).await
     }
 
     async fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
@@ -688,7 +835,7 @@ impl Client {
             delta,
             noreply: false,
         };
-        self.single(server, req, check_arith).await
+        self.single(&server, req, check_arith).await
     }
 
     /// `incr`: the new value, or `None` if the key does not exist.
@@ -709,7 +856,7 @@ impl Client {
             exptime,
             noreply: false,
         };
-        self.single(server, req, check_touch).await
+        self.single(&server, req, check_touch).await
     }
 
     /// Validate and route `keys`: invalid keys get their error in `out` at once (as do slots
@@ -720,7 +867,7 @@ impl Client {
         &self,
         keys: impl Iterator<Item = &'k [u8]>,
         out: &mut [Option<Result<T>>],
-    ) -> (Vec<Option<Cow<'k, [u8]>>>, Vec<(usize, Vec<usize>)>) {
+    ) -> (Vec<Option<Cow<'k, [u8]>>>, Groups) {
         let keys: Vec<&'k [u8]> = keys.collect();
         let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
         let mut valid: Vec<usize> = Vec::with_capacity(keys.len());
@@ -741,6 +888,8 @@ impl Client {
             }
         }
         let mut owner = vec![usize::MAX; keys.len()];
+        // one view for the whole operation
+        let view = self.inner.view.load_full();
         {
             let hashed: Vec<&[u8]> = valid
                 .iter()
@@ -749,12 +898,10 @@ impl Client {
                     _ => keys[i],
                 })
                 .collect();
-            let routing = self.inner.routing.load();
-            routing
-                .ring
-                .route_each(&hashed, |j, s| owner[valid[j]] = routing.to_server[s]);
+            view.routing
+                .route_each(&hashed, |j, s| owner[valid[j]] = view.to_member[s]);
         }
-        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); self.inner.pools.len()];
+        let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); view.members.len()];
         for &i in &valid {
             if owner[i] == usize::MAX {
                 out[i] = Some(Err(Error::Config("the ring has no points".into())));
@@ -767,12 +914,18 @@ impl Client {
             .into_iter()
             .enumerate()
             .filter(|(_, v)| !v.is_empty())
+            .map(|(m, v)| (view.members[m].clone(), v))
             .collect();
         (wires, groups)
     }
 
     /// One server's share of a multi-get: every batch written at once, then read in order.
-    async fn get_on(&self, server: usize, idx: &[usize], wire: &[&[u8]]) -> Results<Option<Item>> {
+    async fn get_on(
+        &self,
+        server: &Arc<Member>,
+        idx: &[usize],
+        wire: &[&[u8]],
+    ) -> Results<Option<Item>> {
         let mut hits: Vec<Option<Item>> = vec![None; idx.len()];
         let mut failed: Option<(usize, Error)> = None;
         match self.checkout(server).await {
@@ -846,7 +999,7 @@ impl Client {
         let results = join_all(
             per_server
                 .iter()
-                .map(|(server, idx, wire)| self.get_on(*server, idx, wire)),
+                .map(|(server, idx, wire)| self.get_on(server, idx, wire)),
         )
         .await;
         for (i, r) in results.into_iter().flatten() {
@@ -859,7 +1012,7 @@ impl Client {
     /// replies read before the next batch is written (as the blocking client).
     async fn write_on<'w, T>(
         &self,
-        server: usize,
+        server: &Arc<Member>,
         idx: &[usize],
         make: &(dyn Fn(usize, &'w [u8]) -> Request<'w> + Sync),
         wires: &'w [Option<Cow<'w, [u8]>>],
@@ -914,14 +1067,14 @@ impl Client {
         &self,
         mut out: Vec<Option<Result<T>>>,
         wires: &'w [Option<Cow<'w, [u8]>>],
-        groups: Vec<(usize, Vec<usize>)>,
+        groups: Groups,
         make: &(dyn Fn(usize, &'w [u8]) -> Request<'w> + Sync),
         parse: fn(Reply, &mut AsyncConn) -> Result<T>,
     ) -> Vec<Result<T>> {
         let results = join_all(
             groups
                 .iter()
-                .map(|(server, idx)| self.write_on(*server, idx, make, wires, parse)),
+                .map(|(server, idx)| self.write_on(server, idx, make, wires, parse)),
         )
         .await;
         for (i, r) in results.into_iter().flatten() {
@@ -986,13 +1139,16 @@ impl Client {
         req: Request<'_>,
         parse: fn(Reply, &mut AsyncConn) -> Result<T>,
     ) -> Vec<(Server, Result<T>)> {
-        let n = self.inner.pools.len();
-        let results = join_all((0..n).map(|s| self.single(s, req.clone(), parse))).await;
-        self.inner
-            .ring
-            .servers()
+        let view = self.inner.view.load_full();
+        let results = join_all(
+            view.members
+                .iter()
+                .map(|m| self.single(m, req.clone(), parse)),
+        )
+        .await;
+        view.members
             .iter()
-            .cloned()
+            .map(|m| m.server.clone())
             .zip(results)
             .collect()
     }
@@ -1032,7 +1188,7 @@ impl Client {
         .await
     }
 
-    async fn stats_on(&self, server: usize, group: Option<&str>) -> Result<Stats> {
+    async fn stats_on(&self, server: &Arc<Member>, group: Option<&str>) -> Result<Stats> {
         let mut c = self.checkout(server).await?;
         let r = match c.encode([Request::Stats { group }]) {
             Err(e) => Err(e),
@@ -1056,7 +1212,8 @@ impl Client {
 
     /// `stats [group]` of every server, as `(name, value)` pairs.
     pub async fn stats(&self, group: Option<&str>) -> Vec<(Server, Result<Stats>)> {
-        let servers = self.inner.ring.servers();
+        let view = self.inner.view.load_full();
+        let servers = view.full.servers();
         if let Some(g) = group.filter(|g| g.is_empty() || g.bytes().any(|b| b <= b' ' || b == 0x7f))
         {
             let e = Error::Config(format!("stats group {g:?} must be one word"));
@@ -1065,7 +1222,7 @@ impl Client {
                 .map(|s| (s.clone(), Err(e.clone())))
                 .collect();
         }
-        let results = join_all((0..servers.len()).map(|s| self.stats_on(s, group))).await;
+        let results = join_all(view.members.iter().map(|m| self.stats_on(m, group))).await;
         servers.iter().cloned().zip(results).collect()
     }
 }

@@ -62,6 +62,14 @@
 //! its keys fail fast with `ServerDown`; a tokio task probes it after `retry_timeout`; with
 //! `auto_eject` its keys move to the ring over the live servers, built by the same code as the
 //! blocking client's.
+//!
+//! # Live membership
+//!
+//! As the blocking client: [`Client::set_servers`] swaps in a new view (ring, members, routing)
+//! atomically. Every request loads the view once and finishes on it; servers that stay (same
+//! host and port) keep their pool and health, new servers get pools, and a removed server's
+//! pool is dropped when its last request ends. [`Client::plan_servers`] tells beforehand which
+//! share of keys the change moves.
 
 mod client;
 mod conn;

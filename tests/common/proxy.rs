@@ -30,6 +30,9 @@ pub struct State {
     pub delay_ms: AtomicU64,
     pub to_server_bytes: AtomicU64,
     pub connections: AtomicU64,
+    /// Id of the newest connection: truncation and corruption apply to it only, so a late
+    /// reply on an abandoned connection cannot take the fault meant for the next request.
+    latest: AtomicU64,
     inject: Mutex<Vec<u8>>,
     stop: AtomicBool,
 }
@@ -70,6 +73,7 @@ impl FaultProxy {
             delay_ms: AtomicU64::new(0),
             to_server_bytes: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            latest: AtomicU64::new(0),
             inject: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -83,7 +87,8 @@ impl FaultProxy {
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
-                st.connections.fetch_add(1, Ordering::SeqCst);
+                let id = st.connections.fetch_add(1, Ordering::SeqCst) + 1;
+                st.latest.store(id, Ordering::SeqCst);
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 let (c2, s2) = (
@@ -91,8 +96,8 @@ impl FaultProxy {
                     server.try_clone().expect("clone"),
                 );
                 let (a, b) = (st.clone(), st.clone());
-                thread::spawn(move || pump(client, server, a, true));
-                thread::spawn(move || pump(s2, c2, b, false));
+                thread::spawn(move || pump(client, server, a, true, id));
+                thread::spawn(move || pump(s2, c2, b, false, id));
             }
         });
         FaultProxy { addr, state }
@@ -111,7 +116,7 @@ impl Drop for FaultProxy {
     }
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool) {
+fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool, id: u64) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(5)));
     let mut buf = vec![0u8; 64 * 1024];
     let close = |a: &TcpStream, b: &TcpStream| {
@@ -155,7 +160,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool)
         let injected;
         if to_server {
             st.to_server_bytes.fetch_add(n as u64, Ordering::SeqCst);
-        } else {
+        } else if st.latest.load(Ordering::SeqCst) == id {
             match st.mode() {
                 Mode::Delay => {
                     thread::sleep(Duration::from_millis(st.delay_ms.load(Ordering::SeqCst)))
@@ -173,6 +178,8 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool)
                 }
                 _ => {}
             }
+        } else if st.mode() == Mode::Delay {
+            thread::sleep(Duration::from_millis(st.delay_ms.load(Ordering::SeqCst)));
         }
         if to.write_all(data).is_err() {
             close(&from, &to);
