@@ -301,6 +301,26 @@ impl Builder {
     }
 }
 
+/// The members for `ring`'s servers: a server already present (same host and port) keeps its
+/// member (pool, health), a new one gets `make(server)`. Shared by both clients' `set_servers`.
+pub(crate) fn keep_or_make<M>(
+    ring: &Ring,
+    current: &[Arc<M>],
+    server_of: impl Fn(&M) -> &Server,
+    make: impl Fn(&Server) -> Arc<M>,
+) -> Vec<Arc<M>> {
+    ring.servers()
+        .iter()
+        .map(|s| {
+            current
+                .iter()
+                .find(|m| server_of(m).host == s.host && server_of(m).port == s.port)
+                .cloned()
+                .unwrap_or_else(|| make(s))
+        })
+        .collect()
+}
+
 /// Pool settings, kept to make pools for servers added later.
 #[derive(Clone, Copy, Debug)]
 struct PoolCfg {
@@ -617,17 +637,12 @@ impl Client {
         let _one_at_a_time = inner.rebuild.lock().unwrap_or_else(|p| p.into_inner());
         let cur = inner.view.load_full();
         let ring = cur.full.with_servers(servers)?;
-        let members = ring
-            .servers()
-            .iter()
-            .map(|s| {
-                cur.members
-                    .iter()
-                    .find(|m| m.server.host == s.host && m.server.port == s.port)
-                    .cloned()
-                    .unwrap_or_else(|| inner.new_member(s))
-            })
-            .collect();
+        let members = crate::client::keep_or_make(
+            &ring,
+            &cur.members,
+            |m| &m.server,
+            |s| inner.new_member(s),
+        );
         inner.view.store(Arc::new(View::new(
             Arc::new(ring),
             members,
@@ -644,21 +659,7 @@ impl Client {
         servers: &[Server],
         keys: &crate::plan::Keys,
     ) -> Result<crate::plan::Plan> {
-        let full = self.ring();
-        let choice = crate::plan::RingChoice {
-            flavor: full.flavor(),
-            hash: Some(full.key_hash()),
-            tag: full.hash_tag(),
-        };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(crate::plan::plan(
-            full.servers(),
-            servers,
-            choice,
-            keys,
-            threads,
-            &std::sync::atomic::AtomicU64::new(0),
-        )?)
+        Ok(crate::plan::plan_change(&self.ring(), servers, keys)?)
     }
 
     /// [`Client::wire_key`] for the replica module.

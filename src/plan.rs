@@ -751,3 +751,22 @@ pub fn tag_audit(ring: &Ring, keys: &[Vec<u8>], warn_share: f64) -> TagAudit {
         warnings,
     }
 }
+
+/// What changing `ring`'s server list to `servers` would cost on `keys`, with the ring's own
+/// flavour, key hash and hash tag, on every core (the clients' `plan_servers`).
+pub(crate) fn plan_change(ring: &Ring, servers: &[Server], keys: &Keys) -> Result<Plan, RingError> {
+    let choice = RingChoice {
+        flavor: ring.flavor(),
+        hash: Some(ring.key_hash()),
+        tag: ring.hash_tag(),
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    plan(
+        ring.servers(),
+        servers,
+        choice,
+        keys,
+        threads,
+        &AtomicU64::new(0),
+    )
+}

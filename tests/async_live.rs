@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{decode, value_for};
+
 use common::proxy::{FaultProxy, Mode};
 use common::servers::{Cluster, Memcached, free_port, require};
 use memshard::aio;
@@ -552,20 +554,6 @@ async fn interop_with_the_blocking_client() {
         Some(from_async[0].1.as_bytes())
     );
     println!("interop: {read} keys read across clients, 0 misses");
-}
-
-fn value_for(key: &str, version: u64) -> String {
-    format!("{key}|{version}|{}", "p".repeat((version % 97) as usize))
-}
-
-fn decode(v: &[u8]) -> Option<(String, u64)> {
-    let s = std::str::from_utf8(v).ok()?;
-    let mut parts = s.splitn(3, '|');
-    let key = parts.next()?.to_string();
-    let version = parts.next()?.parse().ok()?;
-    let pad = parts.next()?;
-    (pad.len() == (version % 97) as usize && pad.bytes().all(|b| b == b'p'))
-        .then_some((key, version))
 }
 
 #[derive(Default)]

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{decode, value_for};
+
 use common::proxy::{FaultProxy, Mode};
 use common::servers::{Memcached, require};
 use memshard::{Client, Error, FailurePolicy};
@@ -27,21 +29,6 @@ impl Rng {
 
 fn sock(m: &Memcached) -> SocketAddr {
     SocketAddr::from((m.ip, m.port))
-}
-
-fn value_for(key: &str, version: u64) -> String {
-    format!("{key}|{version}|{}", "p".repeat((version % 64) as usize))
-}
-
-/// The key and version a value encodes.
-fn decode(v: &[u8]) -> Option<(String, u64)> {
-    let s = std::str::from_utf8(v).ok()?;
-    let mut parts = s.splitn(3, '|');
-    let key = parts.next()?.to_string();
-    let version = parts.next()?.parse().ok()?;
-    let pad = parts.next()?;
-    (pad.len() == (version % 64) as usize && pad.bytes().all(|b| b == b'p'))
-        .then_some((key, version))
 }
 
 #[derive(Default)]

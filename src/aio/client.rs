@@ -506,17 +506,12 @@ impl Client {
         let _one_at_a_time = inner.rebuild.lock().unwrap_or_else(|p| p.into_inner());
         let cur = inner.view.load_full();
         let ring = cur.full.with_servers(servers)?;
-        let members = ring
-            .servers()
-            .iter()
-            .map(|s| {
-                cur.members
-                    .iter()
-                    .find(|m| m.server.host == s.host && m.server.port == s.port)
-                    .cloned()
-                    .unwrap_or_else(|| inner.new_member(s))
-            })
-            .collect();
+        let members = crate::client::keep_or_make(
+            &ring,
+            &cur.members,
+            |m| &m.server,
+            |s| inner.new_member(s),
+        );
         inner.view.store(Arc::new(AsyncView::new(
             Arc::new(ring),
             members,
@@ -534,21 +529,7 @@ impl Client {
         servers: &[Server],
         keys: &crate::plan::Keys,
     ) -> Result<crate::plan::Plan> {
-        let full = self.ring();
-        let choice = crate::plan::RingChoice {
-            flavor: full.flavor(),
-            hash: Some(full.key_hash()),
-            tag: full.hash_tag(),
-        };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(crate::plan::plan(
-            full.servers(),
-            servers,
-            choice,
-            keys,
-            threads,
-            &std::sync::atomic::AtomicU64::new(0),
-        )?)
+        Ok(crate::plan::plan_change(&self.ring(), servers, keys)?)
     }
 
     fn wire_key<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
