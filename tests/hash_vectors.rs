@@ -1,4 +1,4 @@
-//! Key hashes against the peers' own published tables (../shared/published-vectors).
+//! Key hashes against the peers' own published tables (compat-vectors/published).
 mod common;
 use memshard::KeyHash;
 

@@ -12,14 +12,12 @@
 
 mod common;
 
-use common::servers::{Cluster, require};
+use common::servers::{Cluster, Nutcracker, Text, require};
 use memshard::{Client, Flavor, Item, KeyHash, StoreOutcome};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Keys per peer and direction.
@@ -121,16 +119,6 @@ impl Drop for Scratch {
     }
 }
 
-/// A child process killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -178,13 +166,6 @@ fn runs(program: &str, args: &[&str]) -> bool {
         .status()
         .map(|s| s.success())
         .unwrap_or(false)
-}
-
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    dirs.push(PathBuf::from("/usr/sbin")); // Debian's nutcracker
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Run a driver (`tests/interop/…`) in `mode` on `input`; returns the output file's path.
@@ -428,157 +409,30 @@ fn via_driver(
 // twemproxy: text protocol over TcpStream
 // ---------------------------------------------------------------------------------------------
 
-struct Text {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
-}
-
-impl Text {
-    fn open(addr: SocketAddr) -> Text {
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Text {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
-        }
-    }
-
-    fn line(&mut self) -> Vec<u8> {
-        let mut l = Vec::new();
-        self.r.read_until(b'\n', &mut l).expect("read a reply line");
-        assert!(
-            l.ends_with(b"\r\n"),
-            "truncated reply {:?}",
-            String::from_utf8_lossy(&l)
-        );
-        l.truncate(l.len() - 2);
-        l
-    }
-
-    /// `set` every item (pipelined in batches); the keys not answered `STORED`.
-    fn set_all(&mut self, items: &[Pair]) -> Vec<String> {
-        let mut failed = Vec::new();
-        for chunk in items.chunks(50) {
-            let mut req = Vec::new();
-            for (k, v) in chunk {
-                req.extend_from_slice(b"set ");
-                req.extend_from_slice(k);
-                req.extend_from_slice(format!(" 0 0 {}\r\n", v.len()).as_bytes());
-                req.extend_from_slice(v);
-                req.extend_from_slice(b"\r\n");
-            }
-            self.w.write_all(&req).unwrap();
-            for (k, _) in chunk {
-                let r = self.line();
-                if r != b"STORED" {
-                    failed.push(format!(
-                        "{}: {}",
-                        String::from_utf8_lossy(k),
-                        String::from_utf8_lossy(&r)
-                    ));
-                }
-            }
-        }
-        failed
-    }
-
-    /// Multi-key `get`s (a few dozen keys each); the hits.
-    fn get_all(&mut self, keys: &[&[u8]]) -> HashMap<Vec<u8>, Vec<u8>> {
-        let mut got = HashMap::new();
-        for chunk in keys.chunks(40) {
-            let mut req = b"get".to_vec();
-            for k in chunk {
-                req.push(b' ');
-                req.extend_from_slice(k);
-            }
-            req.extend_from_slice(b"\r\n");
-            self.w.write_all(&req).unwrap();
-            loop {
-                let l = self.line();
-                if l == b"END" {
-                    break;
-                }
-                let parts: Vec<&[u8]> = l.split(|&b| b == b' ').collect();
-                assert!(
-                    parts.len() >= 4 && parts[0] == b"VALUE",
-                    "bad reply {:?}",
-                    String::from_utf8_lossy(&l)
-                );
-                let n: usize = std::str::from_utf8(parts[3]).unwrap().parse().unwrap();
-                let mut data = vec![0u8; n + 2];
-                self.r.read_exact(&mut data).unwrap();
-                assert_eq!(&data[n..], b"\r\n");
-                data.truncate(n);
-                got.insert(parts[1].to_vec(), data);
-            }
-        }
-        got
-    }
-}
-
 /// nutcracker in front of `c`: ketama, md5, the cluster's weights, no names.
-fn start_nutcracker(bin: &Path, c: &Cluster, dir: &Path) -> (Killed, SocketAddr) {
-    let port = common::servers::free_port(Ipv4Addr::LOCALHOST);
-    let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut yml = format!(
-        "interop:\n  listen: {listen}\n  distribution: ketama\n  hash: md5\n  timeout: 5000\n  \
-         auto_eject_hosts: false\n  server_connections: 1\n  servers:\n"
-    );
-    for (s, w) in c.servers.iter().zip(&c.weights) {
-        yml += &format!("    - \"{}:{w}\"\n", s.addr());
-    }
-    let conf = dir.join("nutcracker.yml");
-    fs::write(&conf, &yml).unwrap();
-    let log = dir.join("nutcracker.log");
-    let stats = common::servers::free_port(Ipv4Addr::LOCALHOST);
-    let mut child = Killed(
-        Command::new(bin)
-            .arg("-c")
-            .arg(&conf)
-            .arg("-o")
-            .arg(&log)
-            .args(["-s", &stats.to_string(), "-a", "127.0.0.1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn nutcracker"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(Some(status)) = child.0.try_wait() {
-            panic!(
-                "nutcracker exited ({status}); config:\n{yml}\nlog:\n{}",
-                fs::read_to_string(&log).unwrap_or_default()
-            );
+fn twemproxy(c: &Cluster, seed: u64) -> Items {
+    let nutcracker = Nutcracker::start(1, |listen| {
+        let mut yml = format!(
+            "interop:\n  listen: {}\n  distribution: ketama\n  hash: md5\n  timeout: 5000\n  \
+             auto_eject_hosts: false\n  server_connections: 1\n  servers:\n",
+            listen[0]
+        );
+        for (s, w) in c.servers.iter().zip(&c.weights) {
+            yml += &format!("    - \"{}:{w}\"\n", s.addr());
         }
-        if TcpStream::connect_timeout(&listen, Duration::from_millis(200)).is_ok() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "nutcracker did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, listen)
-}
-
-fn twemproxy(bin: &Path, c: &Cluster, dir: &Path, seed: u64) -> Items {
-    let (_nutcracker, listen) = start_nutcracker(bin, c, dir);
+        yml
+    });
     let m = memshard(c, Flavor::Twemproxy);
-    let mut proxy = Text::open(listen);
+    let mut proxy = Text::open(nutcracker.listen());
 
     let from_peer = make_keys("tw2ms:", seed);
-    let failed = proxy.set_all(&from_peer);
-    assert!(
-        failed.is_empty(),
-        "sets through nutcracker failed: {failed:#?}"
-    );
+    proxy.store_all(&from_peer);
     let to_memshard = memshard_reads(&m, &from_peer);
 
     let from_memshard = make_keys("ms2tw:", seed + 1);
     memshard_sets(&m, &from_memshard);
     let keys: Vec<&[u8]> = from_memshard.iter().map(|(k, _)| &k[..]).collect();
-    let got = proxy.get_all(&keys);
+    let got = proxy.get_many(&keys);
     let (to_peer_misses, to_peer_wrong) = compare(&from_memshard, &got);
     let f = Figures {
         peer: "twemproxy",
@@ -649,10 +503,8 @@ fn peers_and_memshard_read_each_others_keys() {
     }
 
     // 3. twemproxy
-    if let Some(bin) = find_program("nutcracker") {
-        all_keys.extend(twemproxy(&bin, &c, &dir.0, 5));
-    } else {
-        skipped("twemproxy", "nutcracker not found on PATH or in /usr/sbin");
+    if require("nutcracker") {
+        all_keys.extend(twemproxy(&c, 5));
     }
 
     // libmemcached and twemproxy-md5 place alike on this list (no names, port 11211 rule)
@@ -688,5 +540,4 @@ fn peers_and_memshard_read_each_others_keys() {
     );
     assert!(differ.is_empty(), "{differ:#?}");
     println!("interop_live took {:.1?}", started.elapsed());
-    assert!(started.elapsed() < Duration::from_secs(30), "too slow");
 }

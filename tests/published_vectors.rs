@@ -1,4 +1,4 @@
-//! Every published upstream vector in ../shared/published-vectors (see its README for sources).
+//! Every published upstream vector in compat-vectors/published (see its README for sources and licences).
 //! A missing folder fails loudly (tests/common).
 
 mod common;

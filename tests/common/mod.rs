@@ -6,25 +6,10 @@ pub mod servers;
 
 use std::path::PathBuf;
 
-/// `../shared/published-vectors` next to the checkout (CI always has it). A missing folder is
-/// a loud failure, never a silent pass.
+/// The upstream projects' own test tables, kept in the repository
+/// (`compat-vectors/published/`, sources and licences in its README).
 pub fn published_dir() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        std::env::var_os("MEMSHARD_PUBLISHED_VECTORS").map(PathBuf::from),
-        Some(manifest.join("../shared/published-vectors")),
-        Some(manifest.join("../../shared/published-vectors")),
-    ];
-    for c in candidates.into_iter().flatten() {
-        if c.join("README.md").is_file() {
-            return c;
-        }
-    }
-    panic!(
-        "PUBLISHED VECTORS MISSING: ../shared/published-vectors not found next to {}; \
-         set MEMSHARD_PUBLISHED_VECTORS to its path",
-        manifest.display()
-    );
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("compat-vectors/published")
 }
 
 pub fn published_json(rel: &str) -> serde_json::Value {

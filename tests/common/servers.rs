@@ -1,27 +1,41 @@
-//! Real memcached servers for the tests, started on loopback and stopped with the test process.
+//! Real memcached and nutcracker processes for the tests.
+//!
+//! Every process a test starts is its own: it listens on an address picked at random (a free
+//! port, or port 11211 on a random 127.x.y.z), the readiness check proves the listener belongs
+//! to the process just started (memcached's `stats` pid, nutcracker's socket in `/proc`), and a
+//! bind failure is retried on another address. Every process is stopped synchronously (SIGKILL,
+//! then reaped) when its handle drops and, for handles kept in statics, when the test binary
+//! exits, so the next test binary never meets a server of this one.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Where a program is: `PATH`, then /usr/sbin (Debian puts nutcracker there, outside a normal
+/// user's `PATH`).
+pub fn program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    dirs.push(PathBuf::from("/usr/sbin"));
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
 /// Whether a required program is present. Missing under CI is a failure, not a skip.
-pub fn require(program: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {program}"))
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !found {
-        if std::env::var_os("CI").is_some() {
-            panic!("{program} is not installed; .ci/run must install it");
-        }
-        eprintln!("SKIPPED: {program} is not installed (apt-get install {program})");
+pub fn require(name: &str) -> bool {
+    if program(name).is_some() {
+        return true;
     }
-    found
+    if std::env::var_os("CI").is_some() {
+        panic!("{name} is not installed; .ci/run must install it");
+    }
+    eprintln!("SKIPPED: {name} is not installed (run .ci/run, which installs it)");
+    false
 }
 
 /// A port that nothing listens on at the moment on `ip`.
@@ -30,142 +44,318 @@ pub fn free_port(ip: Ipv4Addr) -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
-/// One memcached process. Dropped: killed. Its wrapper shell also kills it when the test
-/// process dies (the wrapper waits on a pipe that closes with us).
-pub struct Memcached {
-    pub ip: Ipv4Addr,
-    pub port: u16,
+/// A random loopback address other than 127.0.0.1, for servers that must sit on port 11211.
+pub fn random_loopback() -> Ipv4Addr {
+    Ipv4Addr::new(
+        127,
+        fastrand::u8(1..=254),
+        fastrand::u8(..),
+        fastrand::u8(1..=254),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// owned child processes
+// ---------------------------------------------------------------------------------------
+
+/// Pids of the children still running, killed and reaped by [`stop_all_at_exit`].
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
+
+/// Children are spawned by one thread that lives as long as the test binary: their
+/// parent-death signal (which follows the spawning *thread*) then fires only when the test
+/// binary itself dies, even when it is killed before its exit handlers can run.
+fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        // SAFETY: registers a plain `extern "C"` function; it only takes a lock and makes
+        // kill/waitpid calls.
+        let rc = unsafe { libc::atexit(stop_all_at_exit) };
+        assert_eq!(rc, 0, "atexit");
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("test-process-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("spawner thread");
+        Mutex::new(tx)
+    })
+}
+
+extern "C" fn stop_all_at_exit() {
+    let pids = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+    for pid in pids {
+        kill_and_reap(pid);
+    }
+}
+
+fn kill_and_reap(pid: u32) {
+    // SAFETY: kill and waitpid on a pid this process spawned and has not reaped yet.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+    }
+}
+
+/// A child process of the test binary, killed and reaped when dropped or at exit.
+pub struct Owned {
     child: Child,
-    _stdin: ChildStdin,
     pub pid: u32,
 }
 
+impl Owned {
+    pub fn spawn(mut cmd: Command) -> io::Result<Owned> {
+        cmd.stdin(Stdio::null());
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        // The lock covers send and registration, so no child exists unregistered at exit.
+        let spawner = spawner().lock().unwrap_or_else(|e| e.into_inner());
+        spawner
+            .send((cmd, tx))
+            .expect("spawner thread is running");
+        let child = rx.recv().expect("spawner answers")?;
+        let pid = child.id();
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+        Ok(Owned { child, pid })
+    }
+
+    /// Some(status) once the process has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&p| p != self.pid);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether process `pid` holds a listening TCP socket on `addr` (from /proc, so a listener of
+/// another process on the same address is never taken for ours).
+pub fn listens(pid: u32, addr: SocketAddr) -> bool {
+    let SocketAddr::V4(v4) = addr else {
+        return false;
+    };
+    // /proc/net/tcp: local address as little-endian hex IPv4 and hex port, state 0A = LISTEN.
+    let want = format!(
+        "{:08X}:{:04X}",
+        u32::from_le_bytes(v4.ip().octets()),
+        v4.port()
+    );
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 9 && f[1] == want && f[3] == "0A").then(|| format!("socket:[{}]", f[9]))
+        })
+        .collect();
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .map(|l| inodes.iter().any(|i| Path::new(i) == l))
+            .unwrap_or(false)
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// memcached
+// ---------------------------------------------------------------------------------------
+
+/// One memcached process, killed and reaped on drop (or when the test binary exits).
+pub struct Memcached {
+    pub ip: Ipv4Addr,
+    pub port: u16,
+    pub pid: u32,
+    process: Owned,
+}
+
+enum Start {
+    Ready,
+    /// The process exited (typically: the address was taken); try another address.
+    Exited(String),
+}
+
 impl Memcached {
-    /// Start memcached on `ip:port` (port 0: a free one).
+    /// memcached on `ip:port` with extra arguments (`-o idle_timeout=2`, ...). Port 0: a free
+    /// port, retried on another port if it was taken meanwhile. A fixed `ip:port` that is taken
+    /// is a failure.
     pub fn start(ip: Ipv4Addr, port: u16, extra: &str) -> Memcached {
-        let port = if port == 0 { free_port(ip) } else { port };
-        let script = format!(
-            "u=; [ \"$(id -u)\" = 0 ] && u='-u root'; memcached $u -U 0 -m 32 -t 2 -c 1024 -l {ip} -p {port} {extra} & m=$!; echo $m; read _; kill -CONT $m 2>/dev/null; kill $m"
-        );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn sh for memcached");
-        let stdin = child.stdin.take().expect("stdin");
-        let mut out = child.stdout.take().expect("stdout");
-        let mut pid_text = Vec::new();
-        let mut b = [0u8; 1];
-        while out.read(&mut b).map(|n| n == 1).unwrap_or(false) && b[0] != b'\n' {
-            pid_text.push(b[0]);
+        Self::start_where(extra, || (ip, if port == 0 { free_port(ip) } else { port }), port == 0)
+    }
+
+    /// memcached on port 11211 of a random 127.x.y.z (the default-port naming rule of the
+    /// peers runs live), retried on another address if that one is taken.
+    pub fn on_11211(extra: &str) -> Memcached {
+        Self::start_where(extra, || (random_loopback(), 11211), true)
+    }
+
+    fn start_where(
+        extra: &str,
+        mut addr: impl FnMut() -> (Ipv4Addr, u16),
+        may_retry: bool,
+    ) -> Memcached {
+        let bin = program("memcached").expect("memcached is installed");
+        let mut why = String::new();
+        for _ in 0..20 {
+            let (ip, port) = addr();
+            let mut cmd = Command::new(&bin);
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                cmd.args(["-u", "root"]);
+            }
+            cmd.args(["-U", "0", "-m", "32", "-t", "2", "-c", "1024"])
+                .args(["-l", &ip.to_string(), "-p", &port.to_string()])
+                .args(extra.split_whitespace())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let mut process = Owned::spawn(cmd).expect("spawn memcached");
+            match wait_memcached(&mut process, SocketAddr::from((ip, port))) {
+                Start::Ready => {
+                    return Memcached {
+                        ip,
+                        port,
+                        pid: process.pid,
+                        process,
+                    };
+                }
+                Start::Exited(w) => why = w,
+            }
+            if !may_retry {
+                break;
+            }
         }
-        let pid: u32 = String::from_utf8_lossy(&pid_text)
-            .trim()
-            .parse()
-            .expect("memcached pid");
-        let addr = SocketAddr::from((ip, port));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "memcached on {addr} did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Memcached {
-            ip,
-            port,
-            child,
-            _stdin: stdin,
-            pid,
-        }
+        panic!("memcached did not start: {why}");
     }
 
     pub fn addr(&self) -> String {
         format!("{}:{}", self.ip, self.port)
     }
 
-    /// SIGSTOP / SIGCONT the server.
+    pub fn sock(&self) -> SocketAddr {
+        SocketAddr::from((self.ip, self.port))
+    }
+
+    /// Sends `sig` (STOP, CONT, KILL, ...) and waits until the process is in the state it
+    /// asks for: stopped, running again, or gone.
     pub fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
             .arg(format!("-{sig}"))
             .arg(self.pid.to_string())
             .status()
             .expect("kill");
-        assert!(ok.success());
-        // Signals are delivered asynchronously: wait until the process is really stopped (or
-        // running again), so the test's next request meets the state it expects.
-        let want_stopped = sig == "STOP";
-        let deadline = Instant::now() + Duration::from_secs(2);
+        assert!(ok.success(), "kill -{sig} {}", self.pid);
+        let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
+            // the state is the first field after the ")" that closes the command name
             let stat =
                 std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
-            // the state is the first field after the ")" that closes the command name
             let state = stat
                 .rsplit_once(')')
                 .and_then(|(_, rest)| rest.split_whitespace().next())
                 .unwrap_or("");
-            if (state == "T" || state == "t") == want_stopped {
+            let reached = match sig {
+                "KILL" | "TERM" => state == "Z" || state.is_empty(),
+                _ => (state == "T" || state == "t") == (sig == "STOP"),
+            };
+            if reached {
                 return;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+        panic!("memcached {} did not reach the state of SIG{sig}", self.pid);
     }
 
-    /// A raw text-protocol round trip to this server alone (bypassing memshard).
+    /// A raw text-protocol connection to this server alone (bypassing memshard).
+    pub fn text(&self) -> Text {
+        Text::open(self.sock())
+    }
+
+    /// One raw request; the reply up to and including `until`.
     pub fn raw(&self, request: &[u8], until: &[u8]) -> Vec<u8> {
-        let mut s = TcpStream::connect((self.ip, self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok();
-        s.write_all(request).expect("write");
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !out.ends_with(until) {
-            let n = s.read(&mut buf).expect("read");
-            assert!(n > 0, "server closed");
-            out.extend_from_slice(&buf[..n]);
-        }
-        out
+        let mut t = self.text();
+        t.send(request);
+        t.until(until)
     }
 
     /// The value of `key` on this server alone, if it holds it.
     pub fn raw_get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        let mut req = b"get ".to_vec();
-        req.extend_from_slice(key);
-        req.extend_from_slice(b"\r\n");
-        let out = self.raw(&req, b"END\r\n");
-        if out == b"END\r\n" {
-            return None;
-        }
-        let header_end = out.windows(2).position(|w| w == b"\r\n").expect("header");
-        Some(out[header_end + 2..out.len() - 7].to_vec())
+        self.text().get_many(&[key]).remove(key)
     }
 
     /// A counter from `stats`.
     pub fn stat(&self, name: &str) -> u64 {
         let out = self.raw(b"stats\r\n", b"END\r\n");
-        let text = String::from_utf8_lossy(&out);
-        text.lines()
-            .find_map(|l| {
-                l.strip_prefix(&format!("STAT {name} "))
-                    .map(|v| v.trim().parse().unwrap_or(0))
-            })
+        stat_value(&out, name)
             .unwrap_or_else(|| panic!("no stat {name}"))
+            .parse()
+            .unwrap_or_else(|_| panic!("stat {name} is not a number"))
     }
 }
 
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-CONT")
-            .arg(self.pid.to_string())
-            .status();
-        let _ = Command::new("kill").arg(self.pid.to_string()).status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+fn stat_value(stats: &[u8], name: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(stats);
+    let prefix = format!("STAT {name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(|v| v.trim().to_string()))
+}
+
+/// Ready when the server at `addr` answers `stats` with the pid of `process`.
+fn wait_memcached(process: &mut Owned, addr: SocketAddr) -> Start {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = process.exited() {
+            return Start::Exited(format!("memcached on {addr} exited ({status})"));
+        }
+        if let Some(pid) = stats_pid(addr) {
+            if pid == process.pid {
+                return Start::Ready;
+            }
+            // Another process answers there; ours will fail to bind and exit.
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
+    Start::Exited(format!("memcached on {addr} did not answer within 10 s"))
+}
+
+fn stats_pid(addr: SocketAddr) -> Option<u32> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(b"stats\r\n").ok()?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !out.ends_with(b"END\r\n") {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    stat_value(&out, "pid")?.parse().ok()
 }
 
 /// A cluster of real memcached servers with weights, written as a server list.
@@ -175,22 +365,18 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Four servers: two on port 11211 at 127.0.0.2 and 127.0.0.3 (the default-port naming
-    /// rule runs live), two on free ports of 127.0.0.1; weights 3, 1, 2, 1.
+    /// Four servers, weights 3, 1, 2, 1: the first two on port 11211 of random 127.x.y.z
+    /// addresses (the default-port naming rule runs live), two on free ports of 127.0.0.1.
     pub fn four() -> Cluster {
-        let specs = [
-            (Ipv4Addr::new(127, 0, 0, 2), 11211, 3),
-            (Ipv4Addr::new(127, 0, 0, 3), 11211, 1),
-            (Ipv4Addr::LOCALHOST, 0, 2),
-            (Ipv4Addr::LOCALHOST, 0, 1),
+        let servers = vec![
+            Memcached::on_11211(""),
+            Memcached::on_11211(""),
+            Memcached::start(Ipv4Addr::LOCALHOST, 0, ""),
+            Memcached::start(Ipv4Addr::LOCALHOST, 0, ""),
         ];
-        let servers = specs
-            .iter()
-            .map(|&(ip, port, _)| Memcached::start(ip, port, ""))
-            .collect();
         Cluster {
             servers,
-            weights: specs.iter().map(|s| s.2).collect(),
+            weights: vec![3, 1, 2, 1],
         }
     }
 
@@ -219,5 +405,235 @@ impl Cluster {
             .iter()
             .find(|s| s.addr() == addr)
             .unwrap_or_else(|| panic!("no server {addr}"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// nutcracker
+// ---------------------------------------------------------------------------------------
+
+/// A nutcracker process with its configuration folder; killed and the folder removed on drop.
+pub struct Nutcracker {
+    /// One listen address per pool, in the order given to the configuration function.
+    pub listens: Vec<SocketAddr>,
+    /// The nutcracker.yml it runs.
+    pub yml: String,
+    dir: PathBuf,
+    process: Owned,
+}
+
+impl Nutcracker {
+    /// nutcracker running the configuration `yml(listens)` returns for `pools` free listen
+    /// addresses on 127.0.0.1 (stats on another free port), retried on new addresses if one
+    /// was taken meanwhile.
+    pub fn start(pools: usize, yml: impl Fn(&[SocketAddr]) -> String) -> Nutcracker {
+        let bin = program("nutcracker").expect("nutcracker is installed");
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "memshard-nutcracker-{}-{seq}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("nutcracker folder");
+        let log = dir.join("nutcracker.log");
+        let mut why = String::new();
+        for _ in 0..20 {
+            let lo = Ipv4Addr::LOCALHOST;
+            let listens: Vec<SocketAddr> = (0..pools)
+                .map(|_| SocketAddr::from((lo, free_port(lo))))
+                .collect();
+            let text = yml(&listens);
+            let conf = dir.join("nutcracker.yml");
+            std::fs::write(&conf, &text).expect("write nutcracker.yml");
+            let mut cmd = Command::new(&bin);
+            cmd.arg("-c")
+                .arg(&conf)
+                .arg("-o")
+                .arg(&log)
+                .args(["-s", &free_port(lo).to_string(), "-a", "127.0.0.1", "-v", "5"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let mut process = Owned::spawn(cmd).expect("spawn nutcracker");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if let Some(status) = process.exited() {
+                    why = format!(
+                        "nutcracker exited ({status}); config:\n{text}\nlog:\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                    break;
+                }
+                if listens.iter().all(|&l| listens_and_accepts(process.pid, l)) {
+                    return Nutcracker {
+                        listens,
+                        yml: text,
+                        dir,
+                        process,
+                    };
+                }
+                if Instant::now() > deadline {
+                    why = format!("nutcracker did not listen within 10 s; config:\n{text}");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        panic!("{why}");
+    }
+
+    /// The first (or only) pool's listen address.
+    pub fn listen(&self) -> SocketAddr {
+        self.listens[0]
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("nutcracker.log")).unwrap_or_default()
+    }
+}
+
+fn listens_and_accepts(pid: u32, addr: SocketAddr) -> bool {
+    listens(pid, addr) && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+}
+
+impl Drop for Nutcracker {
+    fn drop(&mut self) {
+        // stop the process first: it writes its log into the folder
+        let _ = self.process.child.kill();
+        let _ = self.process.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// a raw text-protocol connection (to one memcached or to nutcracker)
+// ---------------------------------------------------------------------------------------
+
+/// A memcached text-protocol connection with no memshard code in it: what the peers see.
+pub struct Text {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Text {
+    pub fn open(addr: SocketAddr) -> Text {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Text {
+            r: BufReader::new(s.try_clone().expect("clone socket")),
+            w: s,
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.w.write_all(bytes).expect("write request");
+    }
+
+    /// One reply line without its CRLF; `None` when the peer closed the connection.
+    pub fn try_line(&mut self) -> Option<Vec<u8>> {
+        let mut l = Vec::new();
+        let n = self.r.read_until(b'\n', &mut l).expect("read reply line");
+        if n == 0 {
+            return None;
+        }
+        assert!(
+            l.ends_with(b"\r\n"),
+            "truncated reply {:?}",
+            String::from_utf8_lossy(&l)
+        );
+        l.truncate(l.len() - 2);
+        Some(l)
+    }
+
+    /// One reply line without its CRLF.
+    pub fn line(&mut self) -> Vec<u8> {
+        self.try_line().expect("connection closed before the reply")
+    }
+
+    /// Everything up to and including `until`.
+    pub fn until(&mut self, until: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !out.ends_with(until) {
+            let n = self.r.read(&mut buf).expect("read reply");
+            assert!(n > 0, "connection closed before {:?}", String::from_utf8_lossy(until));
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    }
+
+    /// `set` every item (flags 0, no expiry), pipelined; the reply line of each, in order.
+    pub fn set_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, items: &[(K, V)]) -> Vec<Vec<u8>> {
+        let mut replies = Vec::with_capacity(items.len());
+        for chunk in items.chunks(50) {
+            let mut req = Vec::new();
+            for (k, v) in chunk {
+                let (k, v) = (k.as_ref(), v.as_ref());
+                req.extend_from_slice(b"set ");
+                req.extend_from_slice(k);
+                req.extend_from_slice(format!(" 0 0 {}\r\n", v.len()).as_bytes());
+                req.extend_from_slice(v);
+                req.extend_from_slice(b"\r\n");
+            }
+            self.send(&req);
+            for _ in chunk {
+                replies.push(self.line());
+            }
+        }
+        replies
+    }
+
+    /// `set` every item and insist on `STORED` for each.
+    pub fn store_all<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, items: &[(K, V)]) {
+        for ((k, _), r) in items.iter().zip(self.set_many(items)) {
+            assert_eq!(
+                r,
+                b"STORED",
+                "set {:?}: {:?}",
+                String::from_utf8_lossy(k.as_ref()),
+                String::from_utf8_lossy(&r)
+            );
+        }
+    }
+
+    /// The values of those `keys` the other side holds, fetched with multi-key `get`s.
+    pub fn get_many<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> HashMap<Vec<u8>, Vec<u8>> {
+        let mut got = HashMap::new();
+        let mut i = 0;
+        while i < keys.len() {
+            let mut req = b"get".to_vec();
+            while i < keys.len() && (req.len() == 3 || req.len() + keys[i].as_ref().len() < 1900)
+            {
+                req.push(b' ');
+                req.extend_from_slice(keys[i].as_ref());
+                i += 1;
+            }
+            req.extend_from_slice(b"\r\n");
+            self.send(&req);
+            loop {
+                let l = self.line();
+                if l == b"END" {
+                    break;
+                }
+                let parts: Vec<&[u8]> = l.split(|&b| b == b' ').collect();
+                assert!(
+                    parts.len() >= 4 && parts[0] == b"VALUE",
+                    "bad reply {:?}",
+                    String::from_utf8_lossy(&l)
+                );
+                let n: usize = std::str::from_utf8(parts[3])
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .expect("VALUE length");
+                let mut data = vec![0u8; n + 2];
+                self.r.read_exact(&mut data).expect("read value");
+                assert_eq!(&data[n..], b"\r\n", "value not followed by CRLF");
+                data.truncate(n);
+                got.insert(parts[1].to_vec(), data);
+            }
+        }
+        got
     }
 }
