@@ -20,11 +20,14 @@ use memshard::Ring;
 use memshard::config::{libmemcached, twemproxy, twemproxy_pools};
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+mod common;
+use common::servers::{Memcached, Nutcracker, Text, require};
 
 const DEFAULT_SEED: u64 = 0x636f_6e66_6967_6c76;
 const LMC_CONFIGS: usize = 48;
@@ -135,14 +138,6 @@ fn random_keys(rng: &mut Rng, n: usize, tag: Option<&str>) -> Vec<Vec<u8>> {
         }
     }
     keys
-}
-
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    // Debian installs nutcracker in /usr/sbin, which is not on every user's PATH.
-    dirs.push(PathBuf::from("/usr/sbin"));
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Runs `bin args` with `stdin`; returns (exit code, stdout, stderr).
@@ -535,7 +530,7 @@ fn libmemcached_config_strings_place_as_libmemcached() {
     let mut keys_compared = 0usize;
     let mut generated_rejected = Vec::new();
     let memshard = Path::new(env!("CARGO_BIN_EXE_memshard"));
-    let (mut lmc_cli_missing, mut cli_keys) = (false, 0usize);
+    let mut cli_keys = 0usize;
     for (cfg_str, may_reject, generated) in &configs {
         let keys = random_keys(&mut rng, KEYS, None);
         let (code, out, err) = run(&harness, &[cfg_str], &keys_input(&keys));
@@ -623,13 +618,11 @@ fn libmemcached_config_strings_place_as_libmemcached() {
         keys_compared += keys.len();
         compared_configs += 1;
 
-        // the CLI, from the same string (runs once the binary has --libmemcached-config)
-        if !lmc_cli_missing {
+        // the CLI, from the same string
+        {
             let args = ["route", "--libmemcached-config", cfg_str.as_str()];
             let (code, cli_out, cli_err) = run(memshard, &args, &keys_input(&keys));
-            if code == Some(2) && cli_err.contains("unexpected argument '--libmemcached-config'") {
-                lmc_cli_missing = true;
-            } else if code != Some(0) {
+            if code != Some(0) {
                 failures.push(format!(
                     "config {cfg_str:?}: `memshard route --libmemcached-config` failed ({code:?}): {}",
                     cli_err.trim()
@@ -684,19 +677,10 @@ fn libmemcached_config_strings_place_as_libmemcached() {
     eprintln!(
         "{TEST}: seed {seed}: {} config strings ({LMC_CONFIGS} generated, {} edge): {compared_configs} placed {keys_compared} keys with 0 differences; \
          {rejected_by_both} rejected by both, {rejected_by_memshard} accepted by libmemcached but refused by memshard; \
-         CLI route --libmemcached-config: {} ({:.1}s)",
+         CLI route --libmemcached-config: {cli_keys} keys, 0 differences ({:.1}s)",
         configs.len(),
         LMC_EDGE.len(),
-        if lmc_cli_missing {
-            "NOT RUN (flag missing)".to_string()
-        } else {
-            format!("{cli_keys} keys, 0 differences")
-        },
         started.elapsed().as_secs_f64()
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "{TEST} is too slow"
     );
 }
 
@@ -741,177 +725,6 @@ fn libmemcached_config_strings_libmemcached_rejects_are_rejected() {
 // ---------------------------------------------------------------------------------------
 // 2. twemproxy nutcracker.yml
 // ---------------------------------------------------------------------------------------
-
-/// Child processes, killed on drop.
-struct Procs {
-    children: Vec<Child>,
-    dir: PathBuf,
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-        }
-        for c in &mut self.children {
-            let _ = c.wait();
-        }
-        let _ = fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port(ip: Ipv4Addr) -> u16 {
-    TcpListener::bind(SocketAddr::from((ip, 0)))
-        .expect("bind a free loopback port")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn port_is_free(ip: Ipv4Addr, port: u16) -> bool {
-    TcpListener::bind(SocketAddr::from((ip, port))).is_ok()
-}
-
-/// Waits until `addr` accepts connections; false if the child exits or time runs out.
-fn wait_listening(child: &mut Child, addr: SocketAddr, timeout: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
-}
-
-fn start_memcached(bin: &Path, procs: &mut Procs, ip: Ipv4Addr, port: u16) -> bool {
-    let mut child = Command::new(bin)
-        .args(["-l", &ip.to_string(), "-p", &port.to_string()])
-        .args(["-m", "8", "-t", "1", "-U", "0", "-c", "64", "-u", "root"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn memcached");
-    let ok = wait_listening(
-        &mut child,
-        SocketAddr::from((ip, port)),
-        Duration::from_secs(5),
-    );
-    procs.children.push(child);
-    ok
-}
-
-/// A memcached on 127.0.0.1 and a free port, or (`want_11211`) on port 11211 of a distinct
-/// 127.0.0.x address.
-fn start_one(
-    bin: &Path,
-    procs: &mut Procs,
-    rng: &mut Rng,
-    used: &mut HashSet<SocketAddr>,
-    want_11211: bool,
-) -> SocketAddr {
-    if want_11211 {
-        for _ in 0..40 {
-            let ip = Ipv4Addr::new(127, 0, 0, rng.range(2, 254) as u8);
-            let a = SocketAddr::from((ip, 11211));
-            if used.contains(&a) || !port_is_free(ip, 11211) {
-                continue;
-            }
-            if start_memcached(bin, procs, ip, 11211) {
-                used.insert(a);
-                return a;
-            }
-        }
-    }
-    for _ in 0..10 {
-        let ip = Ipv4Addr::LOCALHOST;
-        let port = free_port(ip);
-        if start_memcached(bin, procs, ip, port) {
-            let a = SocketAddr::from((ip, port));
-            used.insert(a);
-            return a;
-        }
-    }
-    panic!("could not start memcached on loopback");
-}
-
-struct Conn {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Conn {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
-        }
-    }
-    fn line(&mut self) -> Vec<u8> {
-        let mut l = Vec::new();
-        self.r.read_until(b'\n', &mut l).expect("read reply line");
-        assert!(l.ends_with(b"\r\n"), "truncated reply {}", show(&l));
-        l.truncate(l.len() - 2);
-        l
-    }
-}
-
-fn set_all(addr: SocketAddr, keys: &[Vec<u8>]) {
-    let mut c = Conn::open(addr);
-    for chunk in keys.chunks(100) {
-        let mut req = Vec::new();
-        for k in chunk {
-            req.extend_from_slice(b"set ");
-            req.extend_from_slice(k);
-            req.extend_from_slice(b" 0 0 1\r\nv\r\n");
-        }
-        c.w.write_all(&req).unwrap();
-        for k in chunk {
-            let r = c.line();
-            assert_eq!(r, b"STORED", "set {} via nutcracker", show(k));
-        }
-    }
-}
-
-fn held_keys(addr: SocketAddr, keys: &[Vec<u8>]) -> HashSet<Vec<u8>> {
-    let mut c = Conn::open(addr);
-    let mut got = HashSet::new();
-    let mut i = 0;
-    while i < keys.len() {
-        let mut req = b"get".to_vec();
-        while i < keys.len() && req.len() + keys[i].len() + 3 < 1900 {
-            req.push(b' ');
-            req.extend_from_slice(&keys[i]);
-            i += 1;
-        }
-        req.extend_from_slice(b"\r\n");
-        c.w.write_all(&req).unwrap();
-        loop {
-            let l = c.line();
-            if l == b"END" {
-                break;
-            }
-            let parts: Vec<&[u8]> = l.split(|&b| b == b' ').collect();
-            assert!(
-                parts.len() >= 4 && parts[0] == b"VALUE",
-                "bad reply {}",
-                show(&l)
-            );
-            let n: usize = std::str::from_utf8(parts[3]).unwrap().parse().unwrap();
-            let mut data = vec![0u8; n + 2];
-            c.r.read_exact(&mut data).unwrap();
-            got.insert(parts[1].to_vec());
-        }
-    }
-    got
-}
 
 /// One pool of the nutcracker.yml: its servers (address, weight, name) and pool-level lines.
 struct PoolSpec {
@@ -979,70 +792,47 @@ const POOLS: &[PoolSpec] = &[
 #[test]
 fn twemproxy_config_places_as_nutcracker() {
     const TEST: &str = "config_live twemproxy";
-    let (Some(nutcracker), Some(memcached)) =
-        (find_program("nutcracker"), find_program("memcached"))
-    else {
-        skip_or_panic(
-            TEST,
-            "nutcracker and/or memcached not found (apt-get install nutcracker memcached)",
-        );
+    if !require("nutcracker") || !require("memcached") {
         return;
-    };
+    }
     let memshard = Path::new(env!("CARGO_BIN_EXE_memshard"));
     let seed = seed();
     let mut rng = Rng(seed ^ 0x7477);
     let started = Instant::now();
-    let dir = std::env::temp_dir().join(format!("memshard-config-live-tw-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
-    let mut procs = Procs {
-        children: Vec::new(),
-        dir: dir.clone(),
-    };
-
-    // servers, and the nutcracker.yml that names them
-    let mut used = HashSet::new();
-    let mut yml = String::from("# nutcracker.yml written by tests/config_live.rs\n");
+    // servers (some on port 11211 of a random 127.x.y.z), and the nutcracker.yml that names them
+    let mut servers: Vec<Memcached> = Vec::new();
     let mut pool_servers: Vec<Vec<SocketAddr>> = Vec::new();
-    let mut listens = Vec::new();
     for p in POOLS {
-        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port(Ipv4Addr::LOCALHOST)));
-        yml += &format!("{}:\n  listen: {listen}\n{}  servers:\n", p.name, p.lines);
         let mut addrs = Vec::new();
-        for &(w, name, on_11211) in p.servers {
-            let a = start_one(&memcached, &mut procs, &mut rng, &mut used, on_11211);
-            yml += &format!("   - {a}:{w}");
-            if let Some(n) = name {
-                yml += &format!(" {n}");
-            }
-            yml += "\n";
-            addrs.push(a);
+        for &(_, _, on_11211) in p.servers {
+            let m = if on_11211 {
+                Memcached::on_11211("")
+            } else {
+                Memcached::start(Ipv4Addr::LOCALHOST, 0, "")
+            };
+            addrs.push(m.sock());
+            servers.push(m);
         }
         pool_servers.push(addrs);
-        listens.push(listen);
     }
-    let conf = dir.join("nutcracker.yml");
-    fs::write(&conf, &yml).unwrap();
-
-    let stats = free_port(Ipv4Addr::LOCALHOST);
-    let mut nc = Command::new(&nutcracker)
-        .arg("-c")
-        .arg(&conf)
-        .arg("-o")
-        .arg(dir.join("nutcracker.log"))
-        .args(["-s", &stats.to_string(), "-a", "127.0.0.1", "-v", "4"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn nutcracker");
-    let up = listens
-        .iter()
-        .all(|&l| wait_listening(&mut nc, l, Duration::from_secs(10)));
-    procs.children.push(nc);
-    assert!(
-        up,
-        "nutcracker did not start; config:\n{yml}\nlog: {}",
-        fs::read_to_string(dir.join("nutcracker.log")).unwrap_or_default()
+    let nutcracker = Nutcracker::start(POOLS.len(), |listens| {
+        let mut yml = String::from("# nutcracker.yml written by tests/config_live.rs\n");
+        for ((p, listen), addrs) in POOLS.iter().zip(listens).zip(&pool_servers) {
+            yml += &format!("{}:\n  listen: {listen}\n{}  servers:\n", p.name, p.lines);
+            for (&(w, name, _), a) in p.servers.iter().zip(addrs) {
+                yml += &format!("   - {a}:{w}");
+                if let Some(n) = name {
+                    yml += &format!(" {n}");
+                }
+                yml += "\n";
+            }
+        }
+        yml
+    });
+    let (listens, yml, conf) = (
+        &nutcracker.listens,
+        &nutcracker.yml,
+        nutcracker.config_path(),
     );
 
     let file_text = fs::read_to_string(&conf).unwrap();
@@ -1051,17 +841,17 @@ fn twemproxy_config_places_as_nutcracker() {
         POOLS.iter().map(|p| p.name).collect::<Vec<_>>()
     );
 
-    let mut cli_missing = false;
     let (mut servers_total, mut keys_total, mut cli_keys) = (0, 0, 0);
     let mut failures = Vec::new();
     for (pi, p) in POOLS.iter().enumerate() {
         let keys = random_keys(&mut rng, KEYS, p.tag);
 
         // the real peer: store through nutcracker, ask every memcached what it holds
-        set_all(listens[pi], &keys);
+        let items: Vec<(&[u8], &[u8])> = keys.iter().map(|k| (&k[..], &b"v"[..])).collect();
+        Text::open(listens[pi]).store_all(&items);
         let mut owner: HashMap<Vec<u8>, SocketAddr> = HashMap::new();
         for &a in &pool_servers[pi] {
-            for k in held_keys(a, &keys) {
+            for k in Text::open(a).get_many(&keys).into_keys() {
                 if let Some(prev) = owner.insert(k.clone(), a) {
                     panic!("pool {}: key {} held by {prev} and {a}", p.name, show(&k));
                 }
@@ -1110,45 +900,32 @@ fn twemproxy_config_places_as_nutcracker() {
         }
 
         // the CLI, from the same file
-        // TODO(lead): `memshard route --twemproxy-config FILE --pool NAME` is being added; until
-        // the binary has the flag this part reports itself as not run (it runs by itself once
-        // the flag exists, and then must agree with nutcracker on every key).
-        if !cli_missing {
-            let conf_s = conf.to_str().unwrap();
-            let args = ["route", "--twemproxy-config", conf_s, "--pool", p.name];
-            let (code, out, err) = run(memshard, &args, &keys_input(&keys));
-            if code == Some(2) && err.contains("unexpected argument '--twemproxy-config'") {
-                eprintln!(
-                    "{TEST}: TODO: `memshard route --twemproxy-config` is not in this binary yet ({}); CLI comparison not run",
-                    err.lines().next().unwrap_or("").trim()
-                );
-                cli_missing = true;
-            } else {
-                assert_eq!(code, Some(0), "memshard {args:?} failed: {err}");
-                let got = parse_placements(&out);
-                assert_eq!(got.len(), keys.len(), "memshard route: lines for keys");
-                let mut cli_diffs = Vec::new();
-                for (k, (gk, host, port)) in keys.iter().zip(&got) {
-                    assert_eq!(k, gk, "memshard route output out of order");
-                    let want = owner[k];
-                    if !(*host == want.ip().to_string() && *port == want.port()) {
-                        cli_diffs.push(format!(
-                            "{}: nutcracker {want}, memshard route {host}:{port}",
-                            show(k)
-                        ));
-                    }
-                }
-                cli_keys += keys.len();
-                if !cli_diffs.is_empty() {
-                    failures.push(format!(
-                        "pool {} via `memshard route --twemproxy-config`: {} of {} keys differ, e.g.\n      {}",
-                        p.name,
-                        cli_diffs.len(),
-                        keys.len(),
-                        cli_diffs[..cli_diffs.len().min(5)].join("\n      ")
-                    ));
-                }
+        let conf_s = conf.to_str().expect("temp path is UTF-8");
+        let args = ["route", "--twemproxy-config", conf_s, "--pool", p.name];
+        let (code, out, err) = run(memshard, &args, &keys_input(&keys));
+        assert_eq!(code, Some(0), "memshard {args:?} failed: {err}");
+        let got = parse_placements(&out);
+        assert_eq!(got.len(), keys.len(), "memshard route: lines for keys");
+        let mut cli_diffs = Vec::new();
+        for (k, (gk, host, port)) in keys.iter().zip(&got) {
+            assert_eq!(k, gk, "memshard route output out of order");
+            let want = owner[k];
+            if !(*host == want.ip().to_string() && *port == want.port()) {
+                cli_diffs.push(format!(
+                    "{}: nutcracker {want}, memshard route {host}:{port}",
+                    show(k)
+                ));
             }
+        }
+        cli_keys += keys.len();
+        if !cli_diffs.is_empty() {
+            failures.push(format!(
+                "pool {} via `memshard route --twemproxy-config`: {} of {} keys differ, e.g.\n      {}",
+                p.name,
+                cli_diffs.len(),
+                keys.len(),
+                cli_diffs[..cli_diffs.len().min(5)].join("\n      ")
+            ));
         }
         servers_total += p.servers.len();
         keys_total += keys.len();
@@ -1160,17 +937,8 @@ fn twemproxy_config_places_as_nutcracker() {
         failures.join("\n  ")
     );
     eprintln!(
-        "{TEST}: {} pools, {servers_total} servers, {keys_total} keys, 0 differences (library); CLI route --twemproxy-config: {} ({:.1}s)",
+        "{TEST}: {} pools, {servers_total} servers, {keys_total} keys, 0 differences (library); CLI route --twemproxy-config: {cli_keys} keys, 0 differences ({:.1}s)",
         POOLS.len(),
-        if cli_missing {
-            "NOT RUN (flag missing, TODO)".to_string()
-        } else {
-            format!("{cli_keys} keys, 0 differences")
-        },
         started.elapsed().as_secs_f64()
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "{TEST} is too slow"
     );
 }

@@ -11,11 +11,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+mod common;
+use common::servers::{Memcached, Nutcracker, Text, require};
 
 // ---------------------------------------------------------------------------------------
 // small deterministic PRNG (splitmix64)
@@ -47,177 +49,16 @@ impl Rng {
 // ---------------------------------------------------------------------------------------
 // child processes, killed on drop
 // ---------------------------------------------------------------------------------------
-struct Procs {
-    children: Vec<Child>,
-    dir: PathBuf,
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-        }
-        for c in &mut self.children {
-            let _ = c.wait();
-        }
-        let _ = fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    // Debian installs nutcracker in /usr/sbin, which is not on every user's PATH.
-    dirs.push(PathBuf::from("/usr/sbin"));
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
-fn free_port(ip: Ipv4Addr) -> u16 {
-    TcpListener::bind(SocketAddr::from((ip, 0)))
-        .expect("bind a free loopback port")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn port_is_free(ip: Ipv4Addr, port: u16) -> bool {
-    TcpListener::bind(SocketAddr::from((ip, port))).is_ok()
-}
-
-/// Waits until `addr` accepts connections; false if the child exits or time runs out.
-fn wait_listening(child: &mut Child, addr: SocketAddr, timeout: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-#[derive(Clone, Debug)]
 struct Server {
-    ip: Ipv4Addr,
-    port: u16,
+    mc: Memcached,
     weight: u32,
     name: Option<String>,
 }
 
 impl Server {
     fn addr(&self) -> String {
-        format!("{}:{}", self.ip, self.port)
+        self.mc.addr()
     }
-    fn sock(&self) -> SocketAddr {
-        SocketAddr::from((self.ip, self.port))
-    }
-}
-
-fn start_memcached(bin: &Path, procs: &mut Procs, ip: Ipv4Addr, port: u16) -> bool {
-    let mut child = Command::new(bin)
-        .args(["-l", &ip.to_string(), "-p", &port.to_string()])
-        .args(["-m", "8", "-t", "1", "-U", "0", "-c", "64", "-u", "root"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn memcached");
-    let ok = wait_listening(
-        &mut child,
-        SocketAddr::from((ip, port)),
-        Duration::from_secs(5),
-    );
-    procs.children.push(child);
-    ok
-}
-
-// ---------------------------------------------------------------------------------------
-// memcached text protocol
-// ---------------------------------------------------------------------------------------
-struct Conn {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Conn {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
-        }
-    }
-    fn line(&mut self) -> Vec<u8> {
-        let mut l = Vec::new();
-        self.r.read_until(b'\n', &mut l).expect("read reply line");
-        assert!(
-            l.ends_with(b"\r\n"),
-            "truncated reply {:?}",
-            String::from_utf8_lossy(&l)
-        );
-        l.truncate(l.len() - 2);
-        l
-    }
-}
-
-fn set_all(addr: SocketAddr, keys: &[Vec<u8>]) {
-    let mut c = Conn::open(addr);
-    for chunk in keys.chunks(50) {
-        let mut req = Vec::new();
-        for k in chunk {
-            req.extend_from_slice(b"set ");
-            req.extend_from_slice(k);
-            req.extend_from_slice(b" 0 0 1\r\nv\r\n");
-        }
-        c.w.write_all(&req).unwrap();
-        for k in chunk {
-            let r = c.line();
-            assert_eq!(
-                r,
-                b"STORED",
-                "set {:?} via nutcracker",
-                String::from_utf8_lossy(k)
-            );
-        }
-    }
-}
-
-fn held_keys(addr: SocketAddr, keys: &[Vec<u8>]) -> HashSet<Vec<u8>> {
-    let mut c = Conn::open(addr);
-    let mut got = HashSet::new();
-    let mut i = 0;
-    while i < keys.len() {
-        let mut req = b"get".to_vec();
-        while i < keys.len() && req.len() + keys[i].len() + 3 < 1900 {
-            req.push(b' ');
-            req.extend_from_slice(&keys[i]);
-            i += 1;
-        }
-        req.extend_from_slice(b"\r\n");
-        c.w.write_all(&req).unwrap();
-        loop {
-            let l = c.line();
-            if l == b"END" {
-                break;
-            }
-            let parts: Vec<&[u8]> = l.split(|&b| b == b' ').collect();
-            assert!(
-                parts.len() >= 4 && parts[0] == b"VALUE",
-                "bad reply {:?}",
-                String::from_utf8_lossy(&l)
-            );
-            let n: usize = std::str::from_utf8(parts[3]).unwrap().parse().unwrap();
-            let mut data = vec![0u8; n + 2];
-            c.r.read_exact(&mut data).unwrap();
-            got.insert(parts[1].to_vec());
-        }
-    }
-    got
 }
 
 // ---------------------------------------------------------------------------------------
@@ -282,7 +123,7 @@ struct Pool {
     tag: Option<&'static str>,
 }
 
-fn random_pool(rng: &mut Rng, memcached: &Path, procs: &mut Procs, round: usize) -> Pool {
+fn random_pool(rng: &mut Rng, round: usize) -> Pool {
     let n = rng.range(3, 8) as usize;
     let mut servers: Vec<Server> = Vec::new();
     let mut used_names = HashSet::new();
@@ -302,42 +143,13 @@ fn random_pool(rng: &mut Rng, memcached: &Path, procs: &mut Procs, round: usize)
         } else {
             None
         };
-        // try port 11211 on a random 127.x.y.z for a couple of servers (name rule: host only)
-        let mut started = None;
-        if i < 2 && rng.chance(60) {
-            for _ in 0..5 {
-                let ip = Ipv4Addr::new(
-                    127,
-                    rng.range(100, 250) as u8,
-                    rng.range(1, 254) as u8,
-                    rng.range(1, 254) as u8,
-                );
-                if servers.iter().any(|s| s.ip == ip) || !port_is_free(ip, 11211) {
-                    continue;
-                }
-                if start_memcached(memcached, procs, ip, 11211) {
-                    started = Some((ip, 11211));
-                    break;
-                }
-            }
-        }
-        if started.is_none() {
-            for _ in 0..10 {
-                let ip = Ipv4Addr::new(127, 0, 0, 1);
-                let port = free_port(ip);
-                if start_memcached(memcached, procs, ip, port) {
-                    started = Some((ip, port));
-                    break;
-                }
-            }
-        }
-        let (ip, port) = started.expect("could not start memcached on loopback");
-        servers.push(Server {
-            ip,
-            port,
-            weight,
-            name,
-        });
+        // port 11211 on a random 127.x.y.z for a couple of servers (name rule: host only)
+        let mc = if i < 2 && rng.chance(60) {
+            Memcached::on_11211("")
+        } else {
+            Memcached::start(Ipv4Addr::LOCALHOST, 0, "")
+        };
+        servers.push(Server { mc, weight, name });
     }
     let hash = match round % 4 {
         0 => None,
@@ -362,19 +174,9 @@ fn yaml_quote(s: &str) -> String {
 // ---------------------------------------------------------------------------------------
 #[test]
 fn twemproxy_live_placement_matches_memshard_route() {
-    let (Some(nutcracker), Some(memcached)) =
-        (find_program("nutcracker"), find_program("memcached"))
-    else {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "twemproxy_live: nutcracker and/or memcached not found on PATH (CI is set); install them: apt-get install -y nutcracker memcached"
-            );
-        }
-        eprintln!(
-            "\n*** SKIPPED twemproxy_live: nutcracker and/or memcached not on PATH (apt-get install nutcracker memcached) ***\n"
-        );
+    if !require("nutcracker") || !require("memcached") {
         return;
-    };
+    }
     let memshard = env!("CARGO_BIN_EXE_memshard");
     let seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -390,28 +192,11 @@ fn twemproxy_live_placement_matches_memshard_route() {
     let started = Instant::now();
 
     for round in 0..4 {
-        let dir = std::env::temp_dir().join(format!(
-            "memshard-twemproxy-live-{}-{seed}-{round}",
-            std::process::id()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        let mut procs = Procs {
-            children: Vec::new(),
-            dir: dir.clone(),
-        };
-        let pool = random_pool(&mut rng, &memcached, &mut procs, round);
+        let pool = random_pool(&mut rng, round);
 
-        // nutcracker.yml
-        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port(Ipv4Addr::LOCALHOST)));
-        let mut yml = format!("live:\n  listen: {listen}\n  distribution: ketama\n");
-        if let Some(h) = pool.hash {
-            yml += &format!("  hash: {h}\n");
-        }
-        if let Some(t) = pool.tag {
-            yml += &format!("  hash_tag: {}\n", yaml_quote(t));
-        }
-        yml += "  timeout: 5000\n  auto_eject_hosts: false\n  server_connections: 1\n  servers:\n";
+        // nutcracker.yml and the same servers as a memshard server list
         let mut servers_txt = String::from("# written by tests/twemproxy_live.rs\n");
+        let mut entries = String::new();
         for s in &pool.servers {
             let mut v = format!("{}:{}", s.addr(), s.weight);
             servers_txt += &format!("{} {}", s.addr(), s.weight);
@@ -419,33 +204,27 @@ fn twemproxy_live_placement_matches_memshard_route() {
                 v += &format!(" {n}");
                 servers_txt += &format!(" {n}");
             }
-            yml += &format!("    - {}\n", yaml_quote(&v));
+            entries += &format!("    - {}\n", yaml_quote(&v));
             servers_txt += "\n";
         }
-        let conf = dir.join("nutcracker.yml");
-        fs::write(&conf, &yml).unwrap();
-        let servers_file = dir.join("servers.txt");
+        let nutcracker = Nutcracker::start(1, |listen| {
+            let mut yml = format!("live:\n  listen: {}\n  distribution: ketama\n", listen[0]);
+            if let Some(h) = pool.hash {
+                yml += &format!("  hash: {h}\n");
+            }
+            if let Some(t) = pool.tag {
+                yml += &format!("  hash_tag: {}\n", yaml_quote(t));
+            }
+            yml +=
+                "  timeout: 5000\n  auto_eject_hosts: false\n  server_connections: 1\n  servers:\n";
+            yml + &entries
+        });
+        let yml = &nutcracker.yml;
+        let servers_file = std::env::temp_dir().join(format!(
+            "memshard-twemproxy-live-{}-{seed}-{round}.txt",
+            std::process::id()
+        ));
         fs::write(&servers_file, &servers_txt).unwrap();
-
-        let stats = free_port(Ipv4Addr::LOCALHOST);
-        let mut nc = Command::new(&nutcracker)
-            .arg("-c")
-            .arg(&conf)
-            .arg("-o")
-            .arg(dir.join("nutcracker.log"))
-            .args(["-s", &stats.to_string(), "-a", "127.0.0.1", "-v", "4"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn nutcracker");
-        let up = wait_listening(&mut nc, listen, Duration::from_secs(10));
-        procs.children.push(nc);
-        assert!(
-            up,
-            "nutcracker did not start; config:\n{yml}\nlog: {}",
-            fs::read_to_string(dir.join("nutcracker.log")).unwrap_or_default()
-        );
 
         // keys
         let contents: Vec<String> = (0..15).map(|_| random_part(&mut rng, 12, b"{}$")).collect();
@@ -459,10 +238,11 @@ fn twemproxy_live_placement_matches_memshard_route() {
         }
 
         // ask the real peer
-        set_all(listen, &keys);
+        let items: Vec<(&[u8], &[u8])> = keys.iter().map(|k| (&k[..], &b"v"[..])).collect();
+        Text::open(nutcracker.listen()).store_all(&items);
         let mut owner: HashMap<Vec<u8>, String> = HashMap::new();
         for s in &pool.servers {
-            for k in held_keys(s.sock(), &keys) {
+            for k in s.mc.text().get_many(&keys).into_keys() {
                 if let Some(prev) = owner.insert(k.clone(), s.addr()) {
                     panic!(
                         "key {:?} held by {prev} and {}",
@@ -552,10 +332,7 @@ fn twemproxy_live_placement_matches_memshard_route() {
             pool.tag,
             keys.len()
         );
-        drop(procs);
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "twemproxy_live is too slow"
-        );
+        let _ = fs::remove_file(&servers_file);
     }
+    eprintln!("twemproxy_live took {:.1?}", started.elapsed());
 }

@@ -123,9 +123,7 @@ impl Owned {
         let (tx, rx) = mpsc::channel();
         // The lock covers send and registration, so no child exists unregistered at exit.
         let spawner = spawner().lock().unwrap_or_else(|e| e.into_inner());
-        spawner
-            .send((cmd, tx))
-            .expect("spawner thread is running");
+        spawner.send((cmd, tx)).expect("spawner thread is running");
         let child = rx.recv().expect("spawner answers")?;
         let pid = child.id();
         LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
@@ -205,7 +203,11 @@ impl Memcached {
     /// port, retried on another port if it was taken meanwhile. A fixed `ip:port` that is taken
     /// is a failure.
     pub fn start(ip: Ipv4Addr, port: u16, extra: &str) -> Memcached {
-        Self::start_where(extra, || (ip, if port == 0 { free_port(ip) } else { port }), port == 0)
+        Self::start_where(
+            extra,
+            || (ip, if port == 0 { free_port(ip) } else { port }),
+            port == 0,
+        )
     }
 
     /// memcached on port 11211 of a random 127.x.y.z (the default-port naming rule of the
@@ -430,10 +432,8 @@ impl Nutcracker {
         let bin = program("nutcracker").expect("nutcracker is installed");
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "memshard-nutcracker-{}-{seq}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("memshard-nutcracker-{}-{seq}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("nutcracker folder");
         let log = dir.join("nutcracker.log");
         let mut why = String::new();
@@ -450,7 +450,14 @@ impl Nutcracker {
                 .arg(&conf)
                 .arg("-o")
                 .arg(&log)
-                .args(["-s", &free_port(lo).to_string(), "-a", "127.0.0.1", "-v", "5"])
+                .args([
+                    "-s",
+                    &free_port(lo).to_string(),
+                    "-a",
+                    "127.0.0.1",
+                    "-v",
+                    "5",
+                ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             let mut process = Owned::spawn(cmd).expect("spawn nutcracker");
@@ -488,6 +495,11 @@ impl Nutcracker {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("nutcracker.log")).unwrap_or_default()
+    }
+
+    /// The nutcracker.yml file it runs.
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("nutcracker.yml")
     }
 }
 
@@ -558,7 +570,11 @@ impl Text {
         let mut buf = [0u8; 4096];
         while !out.ends_with(until) {
             let n = self.r.read(&mut buf).expect("read reply");
-            assert!(n > 0, "connection closed before {:?}", String::from_utf8_lossy(until));
+            assert!(
+                n > 0,
+                "connection closed before {:?}",
+                String::from_utf8_lossy(until)
+            );
             out.extend_from_slice(&buf[..n]);
         }
         out
@@ -604,8 +620,7 @@ impl Text {
         let mut i = 0;
         while i < keys.len() {
             let mut req = b"get".to_vec();
-            while i < keys.len() && (req.len() == 3 || req.len() + keys[i].as_ref().len() < 1900)
-            {
+            while i < keys.len() && (req.len() == 3 || req.len() + keys[i].as_ref().len() < 1900) {
                 req.push(b' ');
                 req.extend_from_slice(keys[i].as_ref());
                 i += 1;
