@@ -1,13 +1,17 @@
 //! `memshard demo`: start a few real memcached servers on loopback, load keys through memshard,
 //! show how they spread, then add a server and measure how many keys still hit with ketama
-//! against modulo placement.
+//! against modulo placement, next to what the ring predicts without servers.
+//!
+//! Where memcached is not installed (or with `--offline`) it shows the offline part alone: the
+//! same cluster shape and keys placed by the ring, what moves when a server is added, and the
+//! one command that adds the live part.
 //!
 //! Every memcached it starts runs under a small `sh` wrapper that waits on a pipe from us and
 //! kills memcached when the pipe closes: on a normal return, on an error (the [`Servers`] guard
 //! closes the pipes on drop and waits), and also when memshard itself dies (Ctrl-C, kill).
 
 use super::{DemoArgs, Failure, usage};
-use memshard::{Client, Flavor, KeyHash, StoreOutcome};
+use memshard::{Client, Flavor, KeyHash, Ring, StoreOutcome, parse_server_list};
 use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -293,6 +297,89 @@ fn pct(part: usize, whole: usize) -> f64 {
     }
 }
 
+/// What the ring alone says about `keys` on `before` and on `after` (one server more).
+struct Prediction {
+    /// Keys each server of `before` owns, in server order.
+    per_server: Vec<usize>,
+    /// Keys that stay on their server with ketama (libmemcached flavour).
+    ketama_stay: usize,
+    /// Keys that stay on their server with md5 modulo the server count.
+    modulo_stay: usize,
+}
+
+fn ring(addrs: &[String]) -> Result<Ring, Failure> {
+    let servers =
+        parse_server_list(&addrs.join("\n")).map_err(|e| fail(format!("server list: {e}")))?;
+    Ring::new(servers, Flavor::Libmemcached).map_err(|e| fail(format!("ring: {e}")))
+}
+
+fn predict(before: &[String], after: &[String], keys: &[String]) -> Result<Prediction, Failure> {
+    let (old, new) = (ring(before)?, ring(after)?);
+    let owner = |r: &Ring, k: &str| r.server_for(k.as_bytes()).map(|s| s.addr.clone());
+    let mut p = Prediction {
+        per_server: vec![0; before.len()],
+        ketama_stay: 0,
+        modulo_stay: 0,
+    };
+    for k in keys {
+        let was = owner(&old, k);
+        if let Some(i) = was.as_ref().and_then(|a| before.iter().position(|b| b == a)) {
+            p.per_server[i] += 1;
+        }
+        if was.is_some() && was == owner(&new, k) {
+            p.ketama_stay += 1;
+        }
+        let h = KeyHash::Md5.hash(k.as_bytes()) as usize;
+        if h % before.len() == h % after.len() {
+            p.modulo_stay += 1;
+        }
+    }
+    Ok(p)
+}
+
+/// The offline part: the example cluster's addresses are only names here, nothing connects.
+fn offline(a: &DemoArgs, why: &str) -> Result<(), Failure> {
+    let n = a.servers;
+    let addrs: Vec<String> = (0..=n).map(|i| format!("127.0.0.1:{}", 21201 + i)).collect();
+    let (before, after) = (&addrs[..n], &addrs[..]);
+    let keys: Vec<String> = (0..a.keys).map(|i| format!("demo:{i}")).collect();
+    let p = predict(before, after, &keys)?;
+    println!("memshard demo, offline part ({why})");
+    println!(
+        "example cluster: {n} servers {}..{} (weight 1, not contacted), {} keys demo:<i>",
+        before[0],
+        before[n - 1],
+        keys.len()
+    );
+    println!();
+    println!("keys per server (placed by the ring, flavor libmemcached = ketama, md5):");
+    println!("{:<22} {:>6} {:>8} {:>7}", "server", "weight", "keys", "share");
+    for (addr, k) in before.iter().zip(&p.per_server) {
+        println!("{addr:<22} {:>6} {k:>8} {:>6.1}%", 1, pct(*k, keys.len()));
+    }
+    println!("{:<22} {:>6} {:>8}", "total", n, p.per_server.iter().sum::<usize>());
+    println!();
+    println!("adding a server {}:", after[n]);
+    println!(
+        "ketama: {:.1}% of keys stay on their server (expected ~ {n}/{}) [{}/{}]",
+        pct(p.ketama_stay, keys.len()),
+        n + 1,
+        p.ketama_stay,
+        keys.len()
+    );
+    println!(
+        "modulo: {:.1}% of keys stay on their server (expected ~ 1/{}) [{}/{}]",
+        pct(p.modulo_stay, keys.len()),
+        n + 1,
+        p.modulo_stay,
+        keys.len()
+    );
+    println!();
+    println!("The live part starts real memcached servers on 127.0.0.1 and measures the hits:");
+    println!("    bash scripts/demo.sh      (installs memcached if needed, then runs memshard demo)");
+    Ok(())
+}
+
 pub fn run(a: DemoArgs) -> Result<(), Failure> {
     if a.keys == 0 {
         return Err(usage("--keys must be at least 1"));
@@ -300,11 +387,11 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     if !(1..=32).contains(&a.servers) {
         return Err(usage("--servers must be from 1 to 32"));
     }
+    if a.offline {
+        return offline(&a, "--offline");
+    }
     let Some(bin) = find_memcached() else {
-        return Err(fail(
-            "memcached is not installed (the demo starts real memcached servers on loopback).\n\
-             Install it with:  sudo apt-get install memcached",
-        ));
+        return offline(&a, "memcached is not installed");
     };
     let n = a.servers;
     let started = Instant::now();
@@ -400,13 +487,18 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
             format!("1/{}", n + 1),
         ),
     ];
-    for (name, old, new, expected) in &methods {
+    let keys: Vec<String> = items.iter().map(|(k, _)| k.clone()).collect();
+    let predicted = predict(&before, &after, &keys)?;
+    for ((name, old, new, expected), stay) in methods
+        .iter()
+        .zip([predicted.ketama_stay, predicted.modulo_stay])
+    {
         new.flush_all()?;
         old.load(&items)?;
         let hits = new.hits(&items)?;
         println!(
             "{name}: {:.1}% of keys still hit after adding a server (expected ~ {expected}) \
-             [{hits}/{} hits]",
+             [{hits}/{} hits; the ring predicted {stay}]",
             pct(hits, items.len()),
             items.len()
         );

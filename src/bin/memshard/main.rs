@@ -56,6 +56,10 @@ struct DemoArgs {
     /// memcached servers to start before one more is added.
     #[arg(long, default_value_t = 4)]
     servers: usize,
+    /// Only the offline part (placement by the ring, no servers started); also what runs
+    /// when memcached is not installed.
+    #[arg(long)]
+    offline: bool,
 }
 
 #[derive(Args)]
