@@ -61,6 +61,24 @@ fn demo_ketama_keeps_most_keys_modulo_loses_most() {
 
     let ketama = ratio(&stdout, "ketama");
     let modulo = ratio(&stdout, "modulo");
+    // What the real servers returned equals what the ring predicts without servers.
+    for name in ["ketama", "modulo"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .expect("checked by ratio");
+        let inner = line.rsplit_once('[').map(|(_, r)| r).unwrap_or("");
+        let hits = inner.split('/').next().unwrap_or("");
+        let predicted = inner
+            .split("the ring predicted ")
+            .nth(1)
+            .and_then(|r| r.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("no prediction in {line:?}"));
+        assert_eq!(
+            hits, predicted,
+            "{name}: measured hits vs the ring's prediction"
+        );
+    }
     assert!(
         ketama > 0.6,
         "ketama kept only {ketama} of the keys:\n{stdout}"
@@ -96,20 +114,48 @@ fn demo_rejects_zero_servers() {
 }
 
 #[test]
-fn demo_without_memcached_says_how_to_install_it() {
+fn demo_without_memcached_runs_its_offline_part_and_says_how_to_add_the_live_one() {
     let empty = std::env::temp_dir().join(format!("memshard-demo-nopath-{}", std::process::id()));
     std::fs::create_dir_all(&empty).expect("create empty dir");
     let out = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(["demo", "--keys", "10"])
+        .args(["demo", "--keys", "2000"])
         .env("PATH", &empty)
         .output()
         .expect("run memshard demo");
     let _ = std::fs::remove_dir(&empty);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}");
     assert!(
-        stderr.contains("sudo apt-get install memcached"),
-        "stderr:\n{stderr}"
+        stdout.contains("memcached is not installed") && stdout.contains("bash scripts/demo.sh"),
+        "stdout:\n{stdout}"
     );
-    assert!(out.stdout.is_empty(), "nothing started, nothing printed");
+    let (ketama, modulo) = (stays(&stdout, "ketama"), stays(&stdout, "modulo"));
+    assert!(
+        ketama.0 * 10 > ketama.1 * 6,
+        "ketama kept {ketama:?}:\n{stdout}"
+    );
+    assert!(
+        modulo.0 * 10 < modulo.1 * 4,
+        "modulo kept {modulo:?}:\n{stdout}"
+    );
+    let total = stdout
+        .lines()
+        .find(|l| l.starts_with("total"))
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_else(|| panic!("no total line:\n{stdout}"));
+    assert_eq!(total, "2000", "keys per server must add up:\n{stdout}");
+}
+
+/// `[stay/total]` on the offline line starting with `name: `.
+fn stays(out: &str, name: &str) -> (usize, usize) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}: ")) && l.contains("stay on their server"))
+        .unwrap_or_else(|| panic!("no offline `{name}:` line:\n{out}"));
+    let inner = line
+        .rsplit_once('[')
+        .and_then(|(_, r)| r.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no [a/b] in {line:?}"));
+    let (a, b) = inner.split_once('/').expect("a/b");
+    (a.parse().expect("count"), b.parse().expect("total"))
 }
