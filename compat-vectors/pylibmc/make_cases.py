@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """pylibmc cases (answers from pylibmc; inputs chosen here).  usage: make_cases.py OUT_CASES_DIR"""
-import json, os, subprocess, sys, time
+import json, os, socket, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "libmemcached", "tools"))
 from make_cases import keyset, servers  # noqa: E402
@@ -26,14 +26,37 @@ CASES = [  # name, servers, behaviors, flavor, hash, mode, note
     ("real-k-loopback", REAL1, K, "libmemcached-unweighted", None, "real", "real memcached servers on loopback, {ketama: True}"),
 ]
 
+def listening(h, p):
+    try:
+        socket.create_connection((h, p), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+def start_real(procs):
+    """memcached on the REAL loopback addresses (fixed: they are the answers). An address already in use
+    is an error: the 'real' cases flush and fill the servers, so they must be ours."""
+    for a, _ in REAL:
+        h, p = a.rsplit(":", 1)
+        if listening(h, int(p)):
+            sys.exit(f"{a} is already in use (something else listens there); not starting memcached")
+        procs.append(subprocess.Popen(["memcached", "-u", "nobody", "-l", h, "-p", p, "-U", "0", "-m", "16"]))
+    for (a, _), proc in zip(REAL, procs):
+        h, p = a.rsplit(":", 1)
+        for _ in range(200):
+            if proc.poll() is not None:
+                sys.exit(f"memcached on {a} exited (rc {proc.returncode})")
+            if listening(h, int(p)):
+                break
+            time.sleep(0.05)
+        else:
+            sys.exit(f"memcached on {a} did not start listening")
+
 def main(out):
     procs = []
-    if any(c[5] == "real" for c in CASES):
-        for a, _ in REAL:
-            h, p = a.rsplit(":", 1)
-            procs.append(subprocess.Popen(["memcached", "-u", "nobody", "-l", h, "-p", p, "-U", "0", "-m", "16"]))
-        time.sleep(0.5)
     try:
+        if any(c[5] == "real" for c in CASES):
+            start_real(procs)
         total = 0
         for name, srv, beh, flavor, h, mode, note in CASES:
             d = os.path.join(out, name); os.makedirs(d, exist_ok=True)

@@ -320,15 +320,31 @@ def wait_port(host, port, proc, what, timeout=10.0):
     raise RuntimeError('%s did not start listening on %s:%d' % (what, host, port))
 
 
-def free_port():
+def free_addr():
+    """A random 127.X.Y.Z (X >= 200: no backend lives there) and a port the kernel says is free on it,
+    for nutcracker's listen and stats sockets (neither is part of any answer)."""
+    r = random.SystemRandom()  # not the module's generator: case choices must not depend on this
+    h = '127.%d.%d.%d' % (r.randrange(200, 255), r.randrange(0, 256), r.randrange(1, 255))
     s = socket.socket()
-    s.bind(('127.0.0.1', 0))
+    s.bind((h, 0))
     p = s.getsockname()[1]
     s.close()
-    return p
+    return h, p
+
+
+def in_use(host, port):
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
 
 
 def start_memcached(host, port):
+    # the backends' addresses are fixed (they are the answers): one already in use is an error,
+    # since keys would be read back from someone else's server
+    if in_use(host, port):
+        raise RuntimeError('%s:%d is already in use (something else listens there)' % (host, port))
     p = subprocess.Popen(['memcached', '-l', host, '-p', str(port), '-m', '8', '-t', '1',
                           '-U', '0', '-c', '64', '-u', 'root'],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -426,21 +442,31 @@ def run_case(case, workdir):
         procs.append(start_memcached(s['host'], s['port']))
     for s, p in zip(servers, procs):
         wait_port(s['host'], s['port'], p, 'memcached %s:%d' % (s['host'], s['port']))
-    lport = free_port()
-    sport = free_port()
-    conf = os.path.join(workdir, 'nutcracker.yml')
-    write_conf(conf, '127.0.0.1:%d' % lport, servers, case['hash'], case['tag'])
-    t = subprocess.run(['nutcracker', '-t', '-c', conf], capture_output=True)
-    if t.returncode != 0:
-        raise RuntimeError('nutcracker -t failed: %s %s' % (t.stdout, t.stderr))
-    nc = subprocess.Popen(['nutcracker', '-c', conf, '-o', os.path.join(workdir, 'nc.log'),
-                           '-s', str(sport), '-a', '127.0.0.1', '-p',
-                           os.path.join(workdir, 'nc.pid'), '-v', '4'],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    CHILDREN.append(nc)
+    nc = None
     try:
-        wait_port('127.0.0.1', lport, nc, 'nutcracker')
-        set_all('127.0.0.1', lport, keys)
+        for attempt in range(5):  # a new random address if nutcracker could not bind
+            lhost, lport = free_addr()
+            shost, sport = free_addr()
+            conf = os.path.join(workdir, 'nutcracker.yml')
+            write_conf(conf, '%s:%d' % (lhost, lport), servers, case['hash'], case['tag'])
+            t = subprocess.run(['nutcracker', '-t', '-c', conf], capture_output=True)
+            if t.returncode != 0:
+                raise RuntimeError('nutcracker -t failed: %s %s' % (t.stdout, t.stderr))
+            nc = subprocess.Popen(['nutcracker', '-c', conf, '-o', os.path.join(workdir, 'nc.log'),
+                                   '-s', str(sport), '-a', shost, '-p',
+                                   os.path.join(workdir, 'nc.pid'), '-v', '4'],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            CHILDREN.append(nc)
+            try:
+                wait_port(lhost, lport, nc, 'nutcracker')
+                break
+            except RuntimeError:
+                if nc.poll() is None or attempt == 4:
+                    raise
+                nc.wait()
+                CHILDREN.remove(nc)
+                nc = None
+        set_all(lhost, lport, keys)
         owner = {}
         for s in servers:
             for k in held_keys(s['host'], s['port'], keys):
@@ -452,9 +478,9 @@ def run_case(case, workdir):
             raise RuntimeError('%d keys on no server, e.g. %r' % (len(missing), missing[:3]))
         return owner
     finally:
-        for p in procs + [nc]:
+        for p in procs + ([nc] if nc else []):
             p.kill()
-        for p in procs + [nc]:
+        for p in procs + ([nc] if nc else []):
             p.wait()
             CHILDREN.remove(p)
 
@@ -600,13 +626,38 @@ def keys_in_gap(rng, lo, hi, want, prefix):
 # ----------------------------------------------------------------------------
 # corner search results
 # ----------------------------------------------------------------------------
+CORNER_KINDS = ['named', 'h11211', 'hostport']
+
+
+def search_corners(binary, kinds, cache_dir):
+    """Runs the corner search for every kind not yet in cache_dir, all at once (one process each:
+    the searches are independent and single-threaded, and each writes its own file)."""
+    todo = [k for k in kinds if not os.path.exists(os.path.join(cache_dir, 'corners-%s.txt' % k))]
+    running = []
+    try:
+        for kind in todo:
+            print('corner search %s ...' % kind, flush=True)
+            path = os.path.join(cache_dir, 'corners-%s.txt' % kind)
+            with open(path + '.tmp', 'w') as f:
+                p = subprocess.Popen([binary, kind, '110000', '16777216', '39'], stdout=f)
+            CHILDREN.append(p)
+            running.append((kind, path, p))
+        for kind, path, p in running:
+            if p.wait() != 0:
+                raise RuntimeError('corner search %s failed (rc %s)' % (kind, p.returncode))
+            CHILDREN.remove(p)
+            os.rename(path + '.tmp', path)
+    finally:
+        for _, _, p in running:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def load_corners(binary, kind, cache_dir):
     path = os.path.join(cache_dir, 'corners-%s.txt' % kind)
     if not os.path.exists(path):
-        print('corner search %s ...' % kind, flush=True)
-        with open(path + '.tmp', 'w') as f:
-            subprocess.run([binary, kind, '110000', '16777216', '39'], stdout=f, check=True)
-        os.rename(path + '.tmp', path)
+        search_corners(binary, [kind], cache_dir)
     ties, hits, triples = [], [], []
     for l in open(path):
         p = l.split()
@@ -786,7 +837,8 @@ def build_cases(binary, cache_dir):
         'n' * 82, 'é' * 41, 'x' * 81, ('long-name-' * 8)[:80], 'short'])], 'md5', None,
         'md5; names of 80-82 bytes: "NAME-39" still fits nutcracker\'s 86-byte point buffer (KETAMA_MAX_HOSTLEN); longer names are undefined behaviour there')
     # corners from the md5 birthday search
-    for kind in ['named', 'h11211', 'hostport']:
+    search_corners(binary, CORNER_KINDS, cache_dir)
+    for kind in CORNER_KINDS:
         ties, hits, triples = load_corners(binary, kind, cache_dir)
         rng = random.Random('tie-' + kind)
         label = {'named': 'named servers', 'h11211': 'unnamed servers at port 11211 (point name = host)',

@@ -10,14 +10,19 @@ command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 [ -f /usr/include/openssl/md5.h ] || need+=(libssl-dev)
+if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi   # installs as root, or through sudo
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 export PATH="$PATH:/usr/sbin"
 # the Debian package starts a system nutcracker/memcached; they are not used here
-# (this script only starts its own processes on 127.0.x.y and stops them on exit)
+# (this script only starts its own processes on 127.x.y.z and stops them on exit).
+# The memcached backends listen on the fixed addresses the cases name (they are the answers): run
+# the rest in a private network namespace (only its own loopback) so they cannot clash with
+# anything on the host; without one, gen.py refuses any backend address already in use.
+[ -n "${MEMSHARD_IN_NETNS:-}" ] || exec bash "$HERE/../shared-tools/netns-run.sh" bash "$HERE/$(basename "$0")" "$@"
 
 WORK="$(mktemp -d /tmp/twemproxy-gen.XXXXXX)"
 PY_PID=""
