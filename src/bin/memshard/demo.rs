@@ -323,7 +323,10 @@ fn predict(before: &[String], after: &[String], keys: &[String]) -> Result<Predi
     };
     for k in keys {
         let was = owner(&old, k);
-        if let Some(i) = was.as_ref().and_then(|a| before.iter().position(|b| b == a)) {
+        if let Some(i) = was
+            .as_ref()
+            .and_then(|a| before.iter().position(|b| b == a))
+        {
             p.per_server[i] += 1;
         }
         if was.is_some() && was == owner(&new, k) {
@@ -340,7 +343,9 @@ fn predict(before: &[String], after: &[String], keys: &[String]) -> Result<Predi
 /// The offline part: the example cluster's addresses are only names here, nothing connects.
 fn offline(a: &DemoArgs, why: &str) -> Result<(), Failure> {
     let n = a.servers;
-    let addrs: Vec<String> = (0..=n).map(|i| format!("127.0.0.1:{}", 21201 + i)).collect();
+    let addrs: Vec<String> = (0..=n)
+        .map(|i| format!("127.0.0.1:{}", 21201 + i))
+        .collect();
     let (before, after) = (&addrs[..n], &addrs[..]);
     let keys: Vec<String> = (0..a.keys).map(|i| format!("demo:{i}")).collect();
     let p = predict(before, after, &keys)?;
@@ -353,11 +358,19 @@ fn offline(a: &DemoArgs, why: &str) -> Result<(), Failure> {
     );
     println!();
     println!("keys per server (placed by the ring, flavor libmemcached = ketama, md5):");
-    println!("{:<22} {:>6} {:>8} {:>7}", "server", "weight", "keys", "share");
+    println!(
+        "{:<22} {:>6} {:>8} {:>7}",
+        "server", "weight", "keys", "share"
+    );
     for (addr, k) in before.iter().zip(&p.per_server) {
         println!("{addr:<22} {:>6} {k:>8} {:>6.1}%", 1, pct(*k, keys.len()));
     }
-    println!("{:<22} {:>6} {:>8}", "total", n, p.per_server.iter().sum::<usize>());
+    println!(
+        "{:<22} {:>6} {:>8}",
+        "total",
+        n,
+        p.per_server.iter().sum::<usize>()
+    );
     println!();
     println!("adding a server {}:", after[n]);
     println!(
@@ -376,7 +389,9 @@ fn offline(a: &DemoArgs, why: &str) -> Result<(), Failure> {
     );
     println!();
     println!("The live part starts real memcached servers on 127.0.0.1 and measures the hits:");
-    println!("    bash scripts/demo.sh      (installs memcached if needed, then runs memshard demo)");
+    println!(
+        "    bash scripts/demo.sh      (installs memcached if needed, then runs memshard demo)"
+    );
     Ok(())
 }
 
