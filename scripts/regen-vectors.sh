@@ -15,7 +15,6 @@
 #   git checkout -- compat-vectors/PEER && git clean -fdq -- compat-vectors/PEER
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 
 DEFAULT_PEERS=(dalli spymemcached libketama node-hashring uhashring libmemcached php-memcached pylibmc)
 SLOW_PEERS=(twemproxy)
@@ -63,7 +62,7 @@ for p in "${PEERS[@]}"; do
   [ -f "compat-vectors/$p/generate.sh" ] || { echo "regen-vectors: no compat-vectors/$p/generate.sh" >&2; exit 2; }
   if [ -n "$(git status --porcelain --untracked-files=all -- "compat-vectors/$p")" ]; then
     echo "regen-vectors: compat-vectors/$p has uncommitted changes; commit or stash them first:" >&2
-    git status --short --untracked-files=all -- "compat-vectors/$p" | head -20 >&2
+    { git status --short --untracked-files=all -- "compat-vectors/$p" | head -n 20 >&2; } || true
     exit 2
   fi
 done
@@ -80,7 +79,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "regen-vectors: installing ${missing[*]}"
   t0=$(now)
   $SUDO apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   echo "regen-vectors: installed in $(secs "$t0") s"
 fi
 
@@ -107,11 +106,14 @@ for p in "${PEERS[@]}"; do
   if git diff --quiet --exit-code -- "$dir" && [ "$ndiff" -eq 0 ]; then
     echo "$p: $cases cases regenerated, 0 differences ($took s)"
   else
-    echo "$p: $cases cases regenerated, $ndiff differences ($took s):"
-    printf '%s\n' "$changed" | head -n 40 | sed 's/^/    /'
+    echo "$p: $cases cases regenerated, $ndiff differences (files modified/removed/added; $took s):"
+    { printf '%s\n' "$changed" | head -n 40 | sed 's/^/    /'; } || true
     [ "$ndiff" -le 40 ] || echo "    ... ($ndiff files in all)"
-    git diff --stat=100 -- "$dir" | tail -n 1 | sed 's/^/   /'
-    git diff -U0 -- "$dir" | grep -E '^[-+][^-+]' | head -n 10 | sed 's/^/    /' || true
+    if ! git diff --quiet -- "$dir"; then
+      git diff --stat=100 -- "$dir" | tail -n 1 | sed 's/^/   /'
+      echo "    first changed lines:"
+      { git diff -U0 -- "$dir" | grep -E '^[-+]' | grep -vE '^(\+\+\+|---) ' | head -n 10 | sed 's/^/      /'; } || true
+    fi
     bad+=("$p")
   fi
 done
