@@ -243,7 +243,10 @@ impl Flavor {
                 (w as f64 / total_weight as f64 * 40.0 * n as f64).floor() as u64
             }
             // dalli ring.rb: ((total_servers * 160 * weight) / Float(total_weight)).floor
-            Flavor::Dalli => ((n as u64 * 160 * w) as f64 / total_weight as f64).floor() as u64,
+            // (in u128: the product cannot overflow)
+            Flavor::Dalli => {
+                ((n as u128 * 160 * w as u128) as f64 / total_weight as f64).floor() as u64
+            }
             // Own weight only: this is what makes the flavour monotone.
             Flavor::MemshardWeighted => 40 * w,
         }
@@ -350,7 +353,11 @@ pub fn libketama_digests(weight: u64, total: u64, servers: usize) -> u64 {
 }
 
 /// Digests per server with exact integer arithmetic: `(40 * n * weight) // total`
-/// (uhashring `_hashi_weight_generator`, Python 2 hash_ring).
+/// (uhashring `_hashi_weight_generator`, Python 2 hash_ring). A total weight of 0 gives 0
+/// (no share of nothing), where the peers would divide by zero.
 pub fn exact_digests(weight: u64, total: u64, servers: usize) -> u64 {
-    (40 * servers as u128 * weight as u128 / total as u128) as u64
+    let digests = 40 * servers as u128 * weight as u128;
+    digests
+        .checked_div(total as u128)
+        .map_or(0, |d| u64::try_from(d).unwrap_or(u64::MAX))
 }

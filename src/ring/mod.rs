@@ -21,7 +21,7 @@ pub enum RingError {
     NoServers,
     /// The peer of this flavour does not let its users choose the key hash.
     #[error(
-        "flavor {flavor} always hashes keys with {fixed} (its peer has no hash option); drop --hash {asked}"
+        "flavor {flavor} always hashes keys with {fixed} (its peer has no hash option); leave the key hash unset instead of {asked}"
     )]
     HashNotConfigurable {
         /// The flavour.
@@ -44,6 +44,25 @@ pub enum RingError {
     /// More servers than a ring can index.
     #[error("{0} servers is more than a ring can hold (at most {max})", max = u32::MAX)]
     TooManyServers(usize),
+    /// A server has weight 0, which no flavour can place keys with (the weighted ones would
+    /// give it a share of nothing, or divide by a total weight of 0).
+    #[error(
+        "server {server} has weight 0; weights are whole numbers of at least 1 (leave the server out of the list to give it no keys)"
+    )]
+    ZeroWeight {
+        /// The server's address.
+        server: String,
+    },
+    /// The flavour placed no point at all for this list, so no key could be routed.
+    #[error(
+        "flavor {flavor} places no point for these {servers} servers, so no key could be routed; check the weights"
+    )]
+    NoPoints {
+        /// The flavour.
+        flavor: Flavor,
+        /// How many servers were given.
+        servers: usize,
+    },
 }
 
 /// A bare continuum lookup over raw points, for the planner's "N points per server" table.
@@ -118,6 +137,11 @@ impl Ring {
         if servers.len() > u32::MAX as usize {
             return Err(RingError::TooManyServers(servers.len()));
         }
+        if let Some(s) = servers.iter().find(|s| s.weight == 0) {
+            return Err(RingError::ZeroWeight {
+                server: s.addr.clone(),
+            });
+        }
         let fixed = flavor.default_hash();
         let hash = match hash {
             Some(h) if h != fixed && !flavor.hash_is_configurable() => {
@@ -133,8 +157,12 @@ impl Ring {
         let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
         let points: u64 = servers
             .iter()
-            .map(|s| flavor.digests(s.weight, total, servers.len()) * 4)
-            .sum();
+            .map(|s| {
+                flavor
+                    .digests(s.weight, total, servers.len())
+                    .saturating_mul(4)
+            })
+            .fold(0, u64::saturating_add);
         if points > MAX_POINTS {
             return Err(RingError::TooManyPoints {
                 points,
@@ -143,6 +171,12 @@ impl Ring {
         }
         let point_hash = point_hash.unwrap_or(hash);
         let raw = flavor.points(&servers, point_hash);
+        if raw.is_empty() {
+            return Err(RingError::NoPoints {
+                flavor,
+                servers: servers.len(),
+            });
+        }
         let mut point_counts = vec![0u32; servers.len()];
         for &(_, s) in &raw {
             point_counts[s as usize] += 1;

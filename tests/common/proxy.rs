@@ -1,9 +1,10 @@
 //! A fault-injecting TCP proxy in front of a real memcached, on loopback only: pass, delay,
-//! stall, truncate or corrupt the bytes, and count what reaches the server.
+//! stall, truncate or corrupt the bytes, close a connection as a request arrives, push bytes
+//! nobody asked for to the client, and count what reaches the server.
 #![allow(dead_code)]
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -23,6 +24,12 @@ pub enum Mode {
     Truncate = 3,
     /// Replace the next chunk from the server with the injected bytes, then pass.
     Corrupt = 4,
+    /// Drop the next chunk from the client (a request) and close both sides, as a server
+    /// closing an idle connection just as a request arrives does; then pass.
+    CloseOnRequest = 5,
+    /// Forward the next chunk from the server with the injected bytes after it, in the same
+    /// write (a reply followed by bytes nobody asked for); then pass.
+    AppendStray = 6,
 }
 
 pub struct State {
@@ -34,6 +41,8 @@ pub struct State {
     /// reply on an abandoned connection cannot take the fault meant for the next request.
     latest: AtomicU64,
     inject: Mutex<Vec<u8>>,
+    /// The newest connection's client side (for bytes pushed unasked) and the client's address.
+    latest_client: Mutex<Option<(TcpStream, SocketAddr)>>,
     stop: AtomicBool,
 }
 
@@ -47,6 +56,8 @@ impl State {
             2 => Mode::Delay,
             3 => Mode::Truncate,
             4 => Mode::Corrupt,
+            5 => Mode::CloseOnRequest,
+            6 => Mode::AppendStray,
             _ => Mode::Pass,
         }
     }
@@ -55,6 +66,67 @@ impl State {
         *self.inject.lock().unwrap() = bytes.to_vec();
         self.set(Mode::Corrupt);
     }
+    /// Send `bytes` after the next server chunk, in the same write.
+    pub fn append_next(&self, bytes: &[u8]) {
+        *self.inject.lock().unwrap() = bytes.to_vec();
+        self.set(Mode::AppendStray);
+    }
+    /// Write `bytes` to the newest connection's client now, between replies (nothing asked
+    /// for them). Returns once they wait unread in the client's socket (see
+    /// [`State::unread_at_client`]), so the client's next request meets them.
+    pub fn push_to_client(&self, bytes: &[u8]) {
+        let guard = self.latest_client.lock().unwrap();
+        let (client, peer) = guard.as_ref().expect("a client connected");
+        (&*client)
+            .write_all(bytes)
+            .expect("push bytes to the client");
+        let peer = *peer;
+        drop(guard);
+        let t = std::time::Instant::now();
+        while unread_at(peer) == 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "pushed bytes never reached the client's socket"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    /// Bytes waiting unread in the newest connection's client socket (its receive queue in
+    /// /proc/net/tcp).
+    pub fn unread_at_client(&self) -> u64 {
+        let peer = self.latest_client.lock().unwrap().as_ref().map(|(_, p)| *p);
+        peer.map_or(0, unread_at)
+    }
+}
+
+/// The receive queue of the local TCP socket bound to `addr` (an IPv4 loopback address of
+/// this process's client), from /proc/net/tcp.
+fn unread_at(addr: SocketAddr) -> u64 {
+    let SocketAddr::V4(v4) = addr else {
+        return 0;
+    };
+    let want = local_hex(v4);
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // fields: sl local rem st tx_queue:rx_queue ...
+            (f.len() > 4 && f[1] == want)
+                .then(|| f[4].split_once(':'))
+                .flatten()
+                .and_then(|(_, rx)| u64::from_str_radix(rx, 16).ok())
+        })
+        .sum()
+}
+
+fn local_hex(a: SocketAddrV4) -> String {
+    format!(
+        "{:08X}:{:04X}",
+        u32::from_le_bytes(a.ip().octets()),
+        a.port()
+    )
 }
 
 pub struct FaultProxy {
@@ -75,6 +147,7 @@ impl FaultProxy {
             connections: AtomicU64::new(0),
             latest: AtomicU64::new(0),
             inject: Mutex::new(Vec::new()),
+            latest_client: Mutex::new(None),
             stop: AtomicBool::new(false),
         });
         let st = state.clone();
@@ -89,6 +162,9 @@ impl FaultProxy {
                 };
                 let id = st.connections.fetch_add(1, Ordering::SeqCst) + 1;
                 st.latest.store(id, Ordering::SeqCst);
+                if let (Ok(c), Ok(peer)) = (client.try_clone(), client.peer_addr()) {
+                    *st.latest_client.lock().unwrap() = Some((c, peer));
+                }
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 let (c2, s2) = (
@@ -158,6 +234,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool,
         }
         let mut data = &buf[..n];
         let injected;
+        if to_server && st.latest.load(Ordering::SeqCst) == id && st.mode() == Mode::CloseOnRequest
+        {
+            st.set(Mode::Pass);
+            close(&from, &to);
+            return;
+        }
         if to_server {
             st.to_server_bytes.fetch_add(n as u64, Ordering::SeqCst);
         } else if st.latest.load(Ordering::SeqCst) == id {
@@ -174,6 +256,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool,
                 Mode::Corrupt => {
                     injected = std::mem::take(&mut *st.inject.lock().unwrap());
                     st.set(Mode::Pass);
+                    data = &injected;
+                }
+                Mode::AppendStray => {
+                    let stray = std::mem::take(&mut *st.inject.lock().unwrap());
+                    st.set(Mode::Pass);
+                    injected = [data, &stray[..]].concat();
                     data = &injected;
                 }
                 _ => {}
