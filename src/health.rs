@@ -76,8 +76,11 @@ impl Default for Health {
 }
 
 fn nanos(epoch: Instant, t: Instant) -> u64 {
-    // at least 1 so that "down" is never confused with the 0 that means up
-    (t.saturating_duration_since(epoch).as_nanos() as u64).max(1)
+    // at least 1 so that "down" is never confused with the 0 that means up; saturating, so
+    // that a far-off time stays far off
+    u64::try_from(t.saturating_duration_since(epoch).as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 impl Health {
@@ -112,7 +115,10 @@ impl Health {
         let was_down = self.is_down();
         // A failed probe, or the limit reached: down (again) for a whole retry timeout.
         if was_down || n >= policy.failure_limit {
-            let until = nanos(epoch, now + policy.retry_timeout);
+            // saturating: a retry timeout too long to add to `now` means "down for good"
+            let until = now
+                .checked_add(policy.retry_timeout)
+                .map_or(u64::MAX, |t| nanos(epoch, t));
             self.down_until.store(until, Ordering::Release);
             if !was_down {
                 return Transition::WentDown;
@@ -172,6 +178,26 @@ mod tests {
         );
         assert_eq!(h.success(), Transition::CameBack);
         assert_eq!(h.availability(t0, t1), Availability::Up);
+    }
+
+    /// `Duration::MAX` as the retry timeout: `now + retry_timeout` overflowed `Instant` (a
+    /// panic) before the arithmetic saturated.
+    #[test]
+    fn longest_retry_timeout_saturates() {
+        let p = FailurePolicy {
+            failure_limit: 1,
+            retry_timeout: Duration::MAX,
+            auto_eject: false,
+        };
+        let h = Health::default();
+        let t0 = Instant::now();
+        assert_eq!(h.failure(&p, t0, t0), Transition::WentDown);
+        let later = t0 + Duration::from_secs(3600 * 24 * 365);
+        assert!(matches!(h.availability(t0, later), Availability::Down(_)));
+        // a failed probe far in the future saturates too
+        assert_eq!(h.failure(&p, t0, later), Transition::None);
+        assert!(matches!(h.availability(t0, later), Availability::Down(_)));
+        assert_eq!(h.success(), Transition::CameBack);
     }
 
     #[test]
