@@ -184,19 +184,22 @@ impl Builder {
         self
     }
 
-    /// Connections per server at most. Default: 8.
+    /// Connections per server at most, from 1 to [`MAX_POOL_SIZE`](crate::MAX_POOL_SIZE).
+    /// Default: 8.
     pub fn pool_size(mut self, n: u32) -> Self {
         self.pool_size = n;
         self
     }
 
-    /// Idle connections each pool keeps open. Default: 0 (connect on demand).
+    /// Idle connections each pool keeps open, at most `pool_size`. Default: 0 (connect on
+    /// demand).
     pub fn min_idle(mut self, n: u32) -> Self {
         self.min_idle = Some(n);
         self
     }
 
-    /// Longest wait for a connection from a pool (including connecting). Default: 1 s.
+    /// Longest wait for a connection from a pool (including connecting), above 0 and at most
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default: 1 s.
     pub fn checkout_timeout(mut self, d: Duration) -> Self {
         self.checkout_timeout = d;
         self
@@ -209,19 +212,22 @@ impl Builder {
         self
     }
 
-    /// Connect timeout. Default: 500 ms.
+    /// Connect timeout, above 0 and at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default:
+    /// 500 ms.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.conn.connect_timeout = d;
         self
     }
 
-    /// Longest wait for one reply. Default: 1 s.
+    /// Longest wait for one reply, above 0 and at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT).
+    /// Default: 1 s.
     pub fn read_timeout(mut self, d: Duration) -> Self {
         self.conn.read_timeout = d;
         self
     }
 
-    /// Longest wait to write one request. Default: 1 s.
+    /// Longest wait to write one request, above 0 and at most
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default: 1 s.
     pub fn write_timeout(mut self, d: Duration) -> Self {
         self.conn.write_timeout = d;
         self
@@ -247,8 +253,9 @@ impl Builder {
         self
     }
 
-    /// Failure handling: failure limit, retry timeout, auto-eject. Default:
-    /// [`FailurePolicy::default`] (2 failures, 2 s, no ejection).
+    /// Failure handling: failure limit, retry timeout (at most
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)), auto-eject. Default: [`FailurePolicy::default`]
+    /// (2 failures, 2 s, no ejection).
     pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
         self.policy = policy;
         self
@@ -260,16 +267,49 @@ impl Builder {
         self
     }
 
-    /// Build the ring and one pool per server. No connection is opened yet (unless
-    /// `min_idle` asks for some), so a server that is down does not stop the build.
-    pub fn build(self) -> Result<Client> {
+    /// Check every setting that could not work (shared by the async builder): a
+    /// [`SettingError`](crate::SettingError) naming the setting, so that no setting can make a
+    /// pool or a request panic later. Timeouts (connect, read, write, checkout, retry) must be
+    /// at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT), and all but the retry timeout above 0;
+    /// `pool_size` from 1 to [`MAX_POOL_SIZE`](crate::MAX_POOL_SIZE); `min_idle` at most
+    /// `pool_size`; the prefix a valid key start.
+    pub(crate) fn validate(&self) -> Result<(), crate::SettingError> {
+        use crate::SettingError;
         if self.pool_size == 0 {
-            return Err(Error::Config("pool_size must be at least 1".into()));
+            return Err(SettingError::ZeroPoolSize);
+        }
+        if self.pool_size > crate::MAX_POOL_SIZE {
+            return Err(SettingError::PoolTooLarge(self.pool_size));
+        }
+        if let Some(min_idle) = self.min_idle.filter(|&n| n > self.pool_size) {
+            return Err(SettingError::MinIdleAbovePoolSize {
+                min_idle,
+                pool_size: self.pool_size,
+            });
+        }
+        SettingError::check_timeout("checkout_timeout", self.checkout_timeout)?;
+        SettingError::check_timeout("connect_timeout", self.conn.connect_timeout)?;
+        SettingError::check_timeout("read_timeout", self.conn.read_timeout)?;
+        SettingError::check_timeout("write_timeout", self.conn.write_timeout)?;
+        // 0 is allowed here: a down server is probed again at once.
+        let retry = self.policy.retry_timeout;
+        if retry > crate::MAX_TIMEOUT {
+            return Err(SettingError::TimeoutTooLong {
+                setting: "failure_policy.retry_timeout",
+                value: retry,
+            });
         }
         if !self.prefix.is_empty() {
-            proto::validate_key(&self.prefix)
-                .map_err(|e| Error::Config(format!("key prefix: {e}")))?;
+            proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
         }
+        Ok(())
+    }
+
+    /// Build the ring and one pool per server. No connection is opened yet (unless
+    /// `min_idle` asks for some), so a server that is down does not stop the build. Settings
+    /// that cannot work fail here with [`Error::Setting`].
+    pub fn build(self) -> Result<Client> {
+        self.validate()?;
         let ring = Ring::with_point_hash(
             self.servers,
             self.flavor,

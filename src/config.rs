@@ -23,7 +23,10 @@ pub struct PeerConfig {
     /// Failure handling (`auto_eject_hosts`, `server_failure_limit`, `server_retry_timeout`;
     /// libmemcached `--REMOVE-FAILED-SERVERS`, `--SERVER-FAILURE-LIMIT`, `--RETRY-TIMEOUT`).
     pub failure_policy: FailurePolicy,
-    /// Request timeout (twemproxy `timeout`; libmemcached `--RCV-TIMEOUT`), if given.
+    /// Request timeout (twemproxy `timeout`; libmemcached `--RCV-TIMEOUT`), if given. A value
+    /// of 0 means what it means to the peer, no timeout of its own (libmemcached sets
+    /// `SO_RCVTIMEO` only when `rcv_timeout` is not 0; twemproxy waits forever without
+    /// `timeout`): `None` here, so the client's own timeouts apply.
     pub timeout: Option<Duration>,
     /// libmemcached `--NAMESPACE` (the key prefix).
     pub prefix: Option<String>,
@@ -370,7 +373,9 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
                 let us: u64 = need(v, &k)?
                     .parse()
                     .map_err(|_| ConfigError(format!("{opt}: not a number")))?;
-                timeout = Some(Duration::from_micros(us));
+                // libmemcached sets SO_RCVTIMEO only when rcv_timeout is not 0 (connect.cc
+                // set_socket_options): 0 is "no receive timeout of its own"
+                timeout = (us > 0).then(|| Duration::from_micros(us));
             }
             k if PLACEMENT_NEUTRAL.contains(&k) => {}
             _ => {

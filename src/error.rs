@@ -4,6 +4,77 @@ use crate::proto::{KeyError, ParseError};
 use crate::ring::RingError;
 use crate::servers::ServerListError;
 use std::io;
+use std::time::Duration;
+
+/// Most connections a pool may hold per server. memcached's own default limit is 1024
+/// connections for all its clients together (`-c`), and the pools reserve memory for
+/// `pool_size` connections up front, so a larger pool is a setting mistake.
+pub const MAX_POOL_SIZE: u32 = 4096;
+
+/// Longest timeout a builder accepts (connect, read, write, checkout, retry): one day. Longer
+/// ones cannot be told apart from a hang, and durations near `Duration::MAX` cannot be added to
+/// a point in time.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A builder setting that cannot be used; nothing was built. Each says which setting (by its
+/// [`Builder`](crate::Builder) method name), the value, and what to give instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingError {
+    /// A timeout of zero: the pools cannot wait zero time and sockets take no zero timeout.
+    #[error("{setting} is 0; give a timeout of at least 1 ms")]
+    ZeroTimeout {
+        /// The setting (builder method).
+        setting: &'static str,
+    },
+    /// A timeout longer than [`MAX_TIMEOUT`].
+    #[error(
+        "{setting} of {secs} s is longer than the longest allowed ({max} s); give at most {max} s",
+        secs = value.as_secs(), max = MAX_TIMEOUT.as_secs()
+    )]
+    TimeoutTooLong {
+        /// The setting (builder method).
+        setting: &'static str,
+        /// The value given.
+        value: Duration,
+    },
+    /// `pool_size` of 0: no request could ever get a connection.
+    #[error("pool_size is 0; give at least 1 connection per server")]
+    ZeroPoolSize,
+    /// `pool_size` above [`MAX_POOL_SIZE`].
+    #[error(
+        "pool_size of {0} connections per server is more than {MAX_POOL_SIZE}; give at most {MAX_POOL_SIZE} (memcached accepts 1024 connections by default, -c)"
+    )]
+    PoolTooLarge(u32),
+    /// `min_idle` above `pool_size`: the pool could never keep that many idle connections.
+    #[error(
+        "min_idle of {min_idle} is more than pool_size of {pool_size}; give min_idle at most pool_size"
+    )]
+    MinIdleAbovePoolSize {
+        /// The `min_idle` given.
+        min_idle: u32,
+        /// The `pool_size` given.
+        pool_size: u32,
+    },
+    /// The key prefix is not a valid memcached key.
+    #[error(
+        "the key prefix cannot start memcached keys ({0}); give a prefix of at most 250 bytes without spaces or control characters"
+    )]
+    BadPrefix(#[source] KeyError),
+}
+
+impl SettingError {
+    /// Check a timeout setting: above 0 and at most [`MAX_TIMEOUT`].
+    pub(crate) fn check_timeout(setting: &'static str, value: Duration) -> Result<(), Self> {
+        if value.is_zero() {
+            Err(SettingError::ZeroTimeout { setting })
+        } else if value > MAX_TIMEOUT {
+            Err(SettingError::TimeoutTooLong { setting, value })
+        } else {
+            Ok(())
+        }
+    }
+}
 
 /// Everything a client operation can fail with. `Clone`, so a failed server's error can be
 /// reported for each of its keys in a multi-key operation.
@@ -95,6 +166,9 @@ pub enum Error {
     /// The client could not be built from its configuration.
     #[error("configuration: {0}")]
     Config(String),
+    /// A builder setting cannot be used (see [`SettingError`]); nothing was built.
+    #[error(transparent)]
+    Setting(#[from] SettingError),
     /// The ring could not be built.
     #[error(transparent)]
     Ring(#[from] RingError),

@@ -78,7 +78,7 @@ pub mod servers;
 pub mod watch;
 
 pub use client::{Builder, Client, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
-pub use error::{Error, Result};
+pub use error::{Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError};
 pub use hash::{KeyHash, UnknownHash};
 pub use health::FailurePolicy;
 pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};
