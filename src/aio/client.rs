@@ -1,7 +1,7 @@
 //! The async client: the blocking [`Client`](crate::Client)'s routing, failure policy and
 //! commands over tokio, one bb8 pool per server.
 
-use super::conn::{AsyncConn, LastError, Manager, Sink};
+use super::conn::{AsyncConn, ConnectFailure, ConnectFailures, Manager, Sink};
 use crate::KeyHash;
 use crate::client::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome, live_routing};
 use crate::error::{Error, Result};
@@ -10,9 +10,9 @@ use crate::proto::{self, Reply, Request, StoreCommand};
 use crate::ring::{Flavor, HashTag, Ring};
 use crate::servers::Server;
 use arc_swap::ArcSwap;
-use futures_util::future::join_all;
+use futures_util::future::{Either, join_all, select};
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -76,31 +76,40 @@ impl Builder {
         hash(hash: KeyHash);
         /// Hash tag (twemproxy semantics). Default: none.
         hash_tag(tag: HashTag);
-        /// Connections per server at most (bb8 `max_size`). Default: 8.
+        /// Connections per server at most (bb8 `max_size`), from 1 to
+        /// [`MAX_POOL_SIZE`](crate::MAX_POOL_SIZE). Default: 8.
         pool_size(n: u32);
-        /// Idle connections each pool keeps open (bb8 `min_idle`). Default: 0.
+        /// Idle connections each pool keeps open (bb8 `min_idle`), at most `pool_size`.
+        /// Default: 0.
         min_idle(n: u32);
         /// Longest wait for a connection from a pool, including connecting (bb8
-        /// `connection_timeout`). Default: 1 s.
+        /// `connection_timeout`), above 0 and at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). A
+        /// failed connect ends the wait at once with its error. Default: 1 s.
         checkout_timeout(d: Duration);
-        /// Send `version` on every checkout (bb8 `test_on_check_out`). Default: off.
+        /// Send `version` on every checkout, after the idle check every checkout makes.
+        /// Default: off.
         ping_on_checkout(on: bool);
-        /// Connect timeout. Default: 500 ms.
+        /// Connect timeout, above 0 and at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default:
+        /// 500 ms.
         connect_timeout(d: Duration);
-        /// Longest wait for one reply. Default: 1 s.
+        /// Longest wait for one reply, above 0 and at most
+        /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default: 1 s.
         read_timeout(d: Duration);
-        /// Longest wait to write one request. Default: 1 s.
+        /// Longest wait to write one request, above 0 and at most
+        /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default: 1 s.
         write_timeout(d: Duration);
         /// Largest value sent or accepted. Default: 1 MiB.
         max_value_size(bytes: usize);
         /// Hash `prefix + key` for placement. Default: off.
         hash_with_prefix(on: bool);
-        /// Failure limit, retry timeout, auto-eject. Default: [`FailurePolicy::default`].
+        /// Failure limit, retry timeout (at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)),
+        /// auto-eject. Default: [`FailurePolicy::default`].
         failure_policy(policy: FailurePolicy);
     }
 
     /// Build the ring and one bb8 pool per server. Must be called inside a tokio runtime (the
     /// pools run their upkeep as tasks). No connection is opened unless `min_idle` asks.
+    /// Settings that cannot work fail here with [`Error::Setting`], as the blocking builder's.
     pub fn build(self) -> Result<Client> {
         let b = self.0;
         if tokio::runtime::Handle::try_current().is_err() {
@@ -108,13 +117,7 @@ impl Builder {
                 "the async client must be built inside a tokio runtime".into(),
             ));
         }
-        if b.pool_size == 0 {
-            return Err(Error::Config("pool_size must be at least 1".into()));
-        }
-        if !b.prefix.is_empty() {
-            proto::validate_key(&b.prefix)
-                .map_err(|e| Error::Config(format!("key prefix: {e}")))?;
-        }
+        b.validate()?;
         let ring = Arc::new(Ring::with_point_hash(
             b.servers,
             b.flavor,
@@ -155,7 +158,7 @@ struct PoolCfg {
     ping: bool,
 }
 
-/// One configured server: its bb8 pool, its health and the last connect error its pool saw. A
+/// One configured server: its bb8 pool, its health and the connect failures its pool saw. A
 /// server that stays in the list across [`Client::set_servers`] keeps its member (and so its
 /// pool and health); a removed one is dropped, pool and all, when its last request ends.
 struct Member {
@@ -163,7 +166,11 @@ struct Member {
     pool: bb8::Pool<Manager>,
     health: Health,
     probing: AtomicBool,
-    last_error: LastError,
+    /// The pool's last connect failure, watched by waiting checkouts (fail fast).
+    failures: ConnectFailures,
+    /// The newest connect failure already counted for health: each counts once, however
+    /// many checkouts it failed.
+    counted: AtomicU64,
 }
 
 /// What requests route with, replaced as a whole (by `set_servers` and by auto-eject): a
@@ -222,7 +229,7 @@ impl Inner {
     fn new_member(&self, s: &Server) -> Arc<Member> {
         // bb8 runs its upkeep as tasks of the current runtime
         let _rt = self.runtime.enter();
-        let last: LastError = Arc::default();
+        let failures: ConnectFailures = Arc::new(tokio::sync::watch::Sender::new(None));
         let m = Manager::new(
             &s.host,
             s.port,
@@ -234,17 +241,20 @@ impl Inner {
             .max_size(self.pool_cfg.size)
             .min_idle(self.pool_cfg.min_idle)
             .connection_timeout(self.pool_cfg.checkout)
-            .test_on_check_out(self.pool_cfg.ping)
+            // the checkout checks each connection itself (idle check, optional ping), so that
+            // a stale connection is told apart from a failing server
+            .test_on_check_out(false)
             // one connect attempt per checkout; the failure policy decides about retrying
             .retry_connection(false)
-            .error_sink(Box::new(Sink(last.clone())))
+            .error_sink(Box::new(Sink(failures.clone())))
             .build_unchecked(m);
         Arc::new(Member {
             server: s.clone(),
             pool,
             health: Health::default(),
             probing: AtomicBool::new(false),
-            last_error: last,
+            failures,
+            counted: AtomicU64::new(0),
         })
     }
 
@@ -364,6 +374,71 @@ impl std::fmt::Debug for Client {
 
 type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
 
+/// A connection leased for one exchange: from the pool, or made for the one retry after a
+/// stale connection (and offered to the pool when the exchange is over).
+enum Lease<'m> {
+    Pooled(Pooled<'m>),
+    Fresh(Option<AsyncConn>, &'m bb8::Pool<Manager>),
+}
+
+impl std::ops::Deref for Lease<'_> {
+    type Target = AsyncConn;
+    fn deref(&self) -> &AsyncConn {
+        match self {
+            Lease::Pooled(c) => c,
+            Lease::Fresh(c, _) => c.as_ref().expect("a fresh lease holds its connection"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Lease<'_> {
+    fn deref_mut(&mut self) -> &mut AsyncConn {
+        match self {
+            Lease::Pooled(c) => c,
+            Lease::Fresh(c, _) => c.as_mut().expect("a fresh lease holds its connection"),
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Lease::Fresh(c, pool) = self
+            && let Some(c) = c.take()
+            && !c.is_broken()
+            && !c.is_in_flight()
+        {
+            // kept if the pool has room (bb8 checks `has_broken` again); closed otherwise
+            let _ = pool.add(c);
+        }
+    }
+}
+
+/// Whether a request may be sent again after its connection turned out to be stale.
+///
+/// Reads, `set`, `add`, `replace`, `delete`, `touch` and the server commands are sent again,
+/// once, on a new connection: a stale connection is one the server had closed before the
+/// request reached it, so the first attempt did nothing. (A server that applied a request and
+/// then closed the connection without replying would make a repeated `add` answer
+/// `NotStored`, a repeated `delete` `NotFound`; memcached never does that.) `incr`, `decr`,
+/// `cas`, `append` and `prepend` are never sent twice: their bytes may have reached the server,
+/// and a second application would change the value again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resend {
+    Safe,
+    Never,
+}
+
+/// What to do after an exchange.
+enum Settled<T> {
+    /// Return this.
+    Done(Result<T>),
+    /// The connection was stale: send the request again on a new connection.
+    Again,
+    /// The connection was stale and the request may not be sent again: return this error
+    /// after checking the server on a new connection.
+    Verify(Error),
+}
+
 /// An error reply becomes `Error::Server`; anything else that does not fit is a protocol error.
 fn reply_error(reply: Reply, conn: &mut AsyncConn, what: &str) -> Error {
     match reply {
@@ -380,6 +455,18 @@ fn reply_error(reply: Reply, conn: &mut AsyncConn, what: &str) -> Error {
             message: format!("SERVER_ERROR {m}"),
         },
         other => conn.unexpected(&other, what),
+    }
+}
+
+/// A `version` round trip (ping-on-checkout).
+async fn ping(c: &mut AsyncConn) -> Result<()> {
+    c.send_requests([Request::Version]).await?;
+    match c.read_reply().await? {
+        Reply::Version(_) => {
+            c.complete();
+            Ok(())
+        }
+        other => Err(c.unexpected(&other, "version")),
     }
 }
 
@@ -575,93 +662,224 @@ impl Client {
         Ok(())
     }
 
-    /// A connection to `server` unless it is marked down; a failed checkout counts.
-    async fn checkout<'m>(&self, m: &'m Arc<Member>) -> Result<Pooled<'m>> {
-        let inner = &self.inner;
-        match m.health.availability(inner.epoch, Instant::now()) {
-            Availability::Up => {}
-            Availability::Down(wait) => {
-                return Err(Error::ServerDown {
-                    server: m.server.addr.clone(),
-                    retry_in_ms: wait.as_millis(),
-                });
-            }
-            Availability::Probe => {
-                return Err(Error::ServerDown {
-                    server: m.server.addr.clone(),
-                    retry_in_ms: 0,
-                });
-            }
+    /// `Err(ServerDown)` while `m` is marked down.
+    fn available(&self, m: &Member) -> Result<()> {
+        match m.health.availability(self.inner.epoch, Instant::now()) {
+            Availability::Up => Ok(()),
+            Availability::Down(wait) => Err(Error::ServerDown {
+                server: m.server.addr.clone(),
+                retry_in_ms: wait.as_millis(),
+            }),
+            Availability::Probe => Err(Error::ServerDown {
+                server: m.server.addr.clone(),
+                retry_in_ms: 0,
+            }),
         }
-        let started = Instant::now();
-        match m.pool.get().await {
-            Ok(c) => Ok(c),
+    }
+
+    /// A connection to `m` for one exchange, unless it is marked down; `fresh`: a new one
+    /// (the retry after a stale connection). Every pooled connection passes
+    /// [`AsyncConn::idle_check`] first: one that the server closed while it sat idle, or that
+    /// holds bytes nobody asked for, is dropped and the next one taken, without counting
+    /// against the server (a new connection failing it does count). A failed checkout counts
+    /// once.
+    async fn lease<'m>(&self, m: &'m Arc<Member>, fresh: bool) -> Result<Lease<'m>> {
+        self.available(m)?;
+        if fresh {
+            return self.fresh(m).await;
+        }
+        // Each pass drops one stale pooled connection; a pool holds at most `size`.
+        for _ in 0..=self.inner.pool_cfg.size {
+            let mut c = self.pooled(m).await?;
+            if let Err(e) = c.idle_check() {
+                if c.is_reused() {
+                    continue; // broken now: bb8 closes it
+                }
+                self.inner.observe(m, Some(&e));
+                return Err(e);
+            }
+            c.checked_out();
+            if self.inner.pool_cfg.ping
+                && let Err(e) = ping(&mut c).await
+            {
+                if c.failed_stale() {
+                    continue;
+                }
+                self.inner.observe(m, Some(&e));
+                return Err(e);
+            }
+            return Ok(Lease::Pooled(c));
+        }
+        self.fresh(m).await
+    }
+
+    /// A new connection to `m`, outside the pool's count until it is offered back.
+    async fn fresh<'m>(&self, m: &'m Arc<Member>) -> Result<Lease<'m>> {
+        match m.pool.dedicated_connection().await {
+            Ok(c) => Ok(Lease::Fresh(Some(c), &m.pool)),
             Err(e) => {
-                let err = match e {
-                    bb8::RunError::User(e) => e,
-                    bb8::RunError::TimedOut => {
-                        let last = m
-                            .last_error
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .clone();
-                        match last {
-                            // A connect failed during (or just before) this checkout.
-                            Some((t, e)) if t + inner.pool_cfg.checkout >= started => Error::Pool {
-                                server: m.server.addr.clone(),
-                                message: format!("timed out waiting for a connection: {e}"),
-                                exhausted: false,
-                            },
-                            _ => Error::Pool {
-                                server: m.server.addr.clone(),
-                                message: "timed out waiting for a connection".into(),
-                                exhausted: true,
-                            },
-                        }
-                    }
-                };
-                inner.observe(m, Some(&err));
-                Err(err)
+                self.inner.observe(m, Some(&e));
+                Err(e)
             }
         }
+    }
+
+    /// A connection from `m`'s pool. A connect that fails while this checkout waits ends the
+    /// wait at once with the connect error (bb8 alone would wait out the checkout timeout),
+    /// counted once for the server however many checkouts it ends.
+    async fn pooled<'m>(&self, m: &'m Arc<Member>) -> Result<Pooled<'m>> {
+        let mut failures = m.failures.subscribe();
+        let failed = async move {
+            match failures.changed().await {
+                Ok(()) => failures.borrow_and_update().clone(),
+                // the sender lives as long as the member: never
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let got = match select(std::pin::pin!(m.pool.get()), std::pin::pin!(failed)).await {
+            Either::Left((got, _)) => got,
+            Either::Right((Some(f), _)) => return Err(self.connect_failed(m, f)),
+            Either::Right((None, _)) => Err(bb8::RunError::TimedOut),
+        };
+        let err = match got {
+            Ok(c) => return Ok(c),
+            Err(bb8::RunError::User(e)) => e,
+            Err(bb8::RunError::TimedOut) => {
+                let state = m.pool.state();
+                // every connection the pool may hold exists and is in use: the pool is too
+                // small for the load, which says nothing about the server
+                let exhausted =
+                    state.idle_connections == 0 && state.connections >= self.inner.pool_cfg.size;
+                let last = m
+                    .failures
+                    .borrow()
+                    .as_ref()
+                    .map(|f| format!("{} ({} ms ago)", f.error, f.at.elapsed().as_millis()));
+                Error::Pool {
+                    server: m.server.addr.clone(),
+                    message: match (exhausted, last) {
+                        (true, _) => format!(
+                            "timed out waiting for a connection: all {} were in use",
+                            state.connections
+                        ),
+                        (false, Some(e)) => format!(
+                            "timed out waiting for a connection; the last connect error was: {e}"
+                        ),
+                        (false, None) => "timed out waiting for a connection".into(),
+                    },
+                    exhausted,
+                }
+            }
+        };
+        self.inner.observe(m, Some(&err));
+        Err(err)
+    }
+
+    /// The error for a checkout ended by connect failure `f`; counted for the server if no
+    /// other checkout counted it.
+    fn connect_failed(&self, m: &Arc<Member>, f: ConnectFailure) -> Error {
+        if m.counted.fetch_max(f.seq, Ordering::AcqRel) < f.seq {
+            self.inner.observe(m, Some(&f.error));
+        }
+        f.error
+    }
+
+    /// After a stale connection failed a request that may not be sent again: whether the
+    /// server answers `version` on a new connection decides what counts for its health.
+    async fn verify(&self, m: &Arc<Member>) {
+        let r = async {
+            let mut c = m.pool.dedicated_connection().await?;
+            c.send_requests([Request::Version]).await?;
+            match c.read_reply().await? {
+                Reply::Version(_) => {
+                    c.complete();
+                    let _ = m.pool.add(c);
+                    Ok(())
+                }
+                other => Err(c.unexpected(&other, "version")),
+            }
+        }
+        .await;
+        self.inner.observe(m, r.as_ref().err());
     }
 
     /// End an exchange: a result that read every reply (success, or an error reply from the
-    /// server) leaves the connection reusable; anything else has already marked it broken.
-    /// The outcome counts for the server's health.
-    fn finish<T>(&self, server: &Arc<Member>, conn: &mut AsyncConn, r: Result<T>) -> Result<T> {
+    /// server) leaves the connection reusable; anything else has already marked it broken. A
+    /// failure of a stale connection does not count for the server's health: the request is
+    /// sent again on a new connection if `resend` allows, else the server is checked. Any
+    /// other outcome counts.
+    fn settle<T>(
+        &self,
+        server: &Arc<Member>,
+        conn: &mut AsyncConn,
+        r: Result<T>,
+        resend: Resend,
+    ) -> Settled<T> {
         if r.is_ok() || matches!(r, Err(Error::Server { .. })) {
             conn.complete();
         }
-        self.inner.observe(server, r.as_ref().err());
-        r
+        match r {
+            Err(e) if conn.failed_stale() => match resend {
+                Resend::Safe => Settled::Again,
+                Resend::Never => Settled::Verify(match e {
+                    Error::Io {
+                        server,
+                        kind,
+                        message,
+                    } => Error::Io {
+                        server,
+                        kind,
+                        message: format!(
+                            "{message}; the server had closed this pooled connection, and the request was not sent again because it may have been applied (incr, decr, cas, append and prepend never are)"
+                        ),
+                    },
+                    e => e,
+                }),
+            },
+            r => {
+                self.inner.observe(server, r.as_ref().err());
+                Settled::Done(r)
+            }
+        }
     }
 
-    /// One request whose reply is one line, parsed by `parse`.
+    /// One request whose reply is one line, parsed by `parse`; sent again once on a new
+    /// connection after a stale one if `resend` allows.
     async fn single<T>(
         &self,
         server: &Arc<Member>,
         req: Request<'_>,
         parse: fn(Reply, &mut AsyncConn) -> Result<T>,
+        resend: Resend,
     ) -> Result<T> {
-        let mut c = self.checkout(server).await?;
-        let r = match c.encode([req]) {
-            Ok(()) => {
-                async {
-                    c.flush().await?;
-                    let reply = c.read_reply().await?;
-                    parse(reply, &mut c)
+        let mut fresh = false;
+        loop {
+            let mut c = self.lease(server, fresh).await?;
+            let r = match c.encode([req.clone()]) {
+                Ok(()) => {
+                    async {
+                        c.flush().await?;
+                        let reply = c.read_reply().await?;
+                        parse(reply, &mut c)
+                    }
+                    .await
                 }
-                .await
+                Err(e) => Err(e),
+            };
+            match self.settle(server, &mut c, r, resend) {
+                Settled::Done(r) => return r,
+                Settled::Again => fresh = true,
+                Settled::Verify(e) => {
+                    drop(c);
+                    self.verify(server).await;
+                    return Err(e);
+                }
             }
-            Err(e) => Err(e),
-        };
-        self.finish(server, &mut c, r)
+        }
     }
 
     async fn retrieve(&self, key: &[u8], touch: Option<u32>, cas: bool) -> Result<Option<Item>> {
         let (wire, server) = self.route(key)?;
-        let mut c = self.checkout(&server).await?;
         let keys = [&wire[..]];
         let req = match touch {
             None => Request::Get { keys: &keys, cas },
@@ -671,18 +889,26 @@ impl Client {
                 cas,
             },
         };
-        let mut out = None;
-        let r = match c.encode([req]) {
-            Ok(()) => {
-                async {
-                    c.flush().await?;
-                    read_hits(&mut c, &keys, |_, item| out = Some(item)).await
+        let mut fresh = false;
+        loop {
+            let mut c = self.lease(&server, fresh).await?;
+            let mut out = None;
+            let r = match c.encode([req.clone()]) {
+                Ok(()) => {
+                    async {
+                        c.flush().await?;
+                        read_hits(&mut c, &keys, |_, item| out = Some(item)).await
+                    }
+                    .await
                 }
-                .await
+                Err(e) => Err(e),
+            };
+            // reads are always safe to send again
+            match self.settle(&server, &mut c, r, Resend::Safe) {
+                Settled::Done(r) => return r.map(|()| out),
+                Settled::Again | Settled::Verify(_) => fresh = true,
             }
-            Err(e) => Err(e),
-        };
-        self.finish(&server, &mut c, r).map(|()| out)
+        }
     }
 
     /// `get`: the value, or `None` on a miss.
@@ -723,7 +949,11 @@ impl Client {
             value,
             noreply: false,
         };
-        self.single(&server, req, check_store).await
+        let resend = match cmd {
+            StoreCommand::Set | StoreCommand::Add | StoreCommand::Replace => Resend::Safe,
+            _ => Resend::Never,
+        };
+        self.single(&server, req, check_store, resend).await
     }
 
     /// `set`: store unconditionally. `exptime` 0 = never expires.
@@ -805,7 +1035,7 @@ impl Client {
             key: &wire,
             noreply: false,
         };
-        self.single(&server, req, check_delete).await
+        self.single(&server, req, check_delete, Resend::Safe).await
     }
 
     async fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
@@ -816,7 +1046,7 @@ impl Client {
             delta,
             noreply: false,
         };
-        self.single(&server, req, check_arith).await
+        self.single(&server, req, check_arith, Resend::Never).await
     }
 
     /// `incr`: the new value, or `None` if the key does not exist.
@@ -837,7 +1067,7 @@ impl Client {
             exptime,
             noreply: false,
         };
-        self.single(&server, req, check_touch).await
+        self.single(&server, req, check_touch, Resend::Safe).await
     }
 
     /// Validate and route `keys`: invalid keys get their error in `out` at once (as do slots
@@ -909,9 +1139,17 @@ impl Client {
     ) -> Results<Option<Item>> {
         let mut hits: Vec<Option<Item>> = vec![None; idx.len()];
         let mut failed: Option<(usize, Error)> = None;
-        match self.checkout(server).await {
-            Err(e) => failed = Some((0, e)),
-            Ok(mut c) => {
+        // A second pass only after a stale connection (which read nothing): on a new one.
+        let mut fresh = false;
+        loop {
+            let mut c = match self.lease(server, fresh).await {
+                Err(e) => {
+                    failed = Some((0, e));
+                    break;
+                }
+                Ok(c) => c,
+            };
+            {
                 let encoded = c.encode(
                     wire.chunks(GET_BATCH)
                         .map(|keys| Request::Get { keys, cas: false }),
@@ -945,9 +1183,15 @@ impl Client {
                     Ok(()) => (idx.len(), Ok(())),
                     Err((from, e)) => (from, Err(e)),
                 };
-                if let Err(e) = self.finish(server, &mut c, r) {
-                    failed = Some((from, e));
+                match self.settle(server, &mut c, r, Resend::Safe) {
+                    Settled::Done(Ok(())) => {}
+                    Settled::Done(Err(e)) => failed = Some((from, e)),
+                    Settled::Again | Settled::Verify(_) => {
+                        fresh = true;
+                        continue;
+                    }
                 }
+                break;
             }
         }
         let failed_from = failed.as_ref().map_or(idx.len(), |(f, _)| *f);
@@ -1000,9 +1244,15 @@ impl Client {
         parse: fn(Reply, &mut AsyncConn) -> Result<T>,
     ) -> Results<T> {
         let mut res: Vec<Option<Result<T>>> = idx.iter().map(|_| None).collect();
-        let r = match self.checkout(server).await {
-            Err(e) => Err(e),
-            Ok(mut c) => {
+        // A second pass only after a stale connection (which read no reply): on a new one.
+        // `set` and `delete` are safe to send again (see `Resend`).
+        let mut fresh = false;
+        let r = loop {
+            let mut c = match self.lease(server, fresh).await {
+                Err(e) => break Err(e),
+                Ok(c) => c,
+            };
+            {
                 let r = async {
                     for (bi, batch) in idx.chunks(WRITE_BATCH).enumerate() {
                         c.encode(
@@ -1027,7 +1277,13 @@ impl Client {
                     Ok(())
                 }
                 .await;
-                self.finish(server, &mut c, r)
+                match self.settle(server, &mut c, r, Resend::Safe) {
+                    Settled::Done(r) => break r,
+                    Settled::Again | Settled::Verify(_) => {
+                        fresh = true;
+                        res.iter_mut().for_each(|slot| *slot = None);
+                    }
+                }
             }
         };
         idx.iter()
@@ -1124,7 +1380,7 @@ impl Client {
         let results = join_all(
             view.members
                 .iter()
-                .map(|m| self.single(m, req.clone(), parse)),
+                .map(|m| self.single(m, req.clone(), parse, Resend::Safe)),
         )
         .await;
         view.members
@@ -1170,25 +1426,31 @@ impl Client {
     }
 
     async fn stats_on(&self, server: &Arc<Member>, group: Option<&str>) -> Result<Stats> {
-        let mut c = self.checkout(server).await?;
-        let r = match c.encode([Request::Stats { group }]) {
-            Err(e) => Err(e),
-            Ok(()) => {
-                async {
-                    c.flush().await?;
-                    let mut v = Vec::new();
-                    loop {
-                        match c.read_reply().await? {
-                            Reply::Stat(k, val) => v.push((k, val)),
-                            Reply::End => return Ok(v),
-                            other => return Err(reply_error(other, &mut c, "stats")),
+        let mut fresh = false;
+        loop {
+            let mut c = self.lease(server, fresh).await?;
+            let r = match c.encode([Request::Stats { group }]) {
+                Err(e) => Err(e),
+                Ok(()) => {
+                    async {
+                        c.flush().await?;
+                        let mut v = Vec::new();
+                        loop {
+                            match c.read_reply().await? {
+                                Reply::Stat(k, val) => v.push((k, val)),
+                                Reply::End => return Ok(v),
+                                other => return Err(reply_error(other, &mut c, "stats")),
+                            }
                         }
                     }
+                    .await
                 }
-                .await
+            };
+            match self.settle(server, &mut c, r, Resend::Safe) {
+                Settled::Done(r) => return r,
+                Settled::Again | Settled::Verify(_) => fresh = true,
             }
-        };
-        self.finish(server, &mut c, r)
+        }
     }
 
     /// `stats [group]` of every server, as `(name, value)` pairs.

@@ -10,14 +10,22 @@
 //! read. A connection returned to its pool while still in flight — whatever dropped it — is
 //! reported broken by [`Manager::has_broken`] and closed by bb8, never handed out again, so no
 //! later request can read a reply meant for a cancelled one.
+//!
+//! A connection that sat idle in its pool may have been closed by the server meanwhile
+//! (memcached `-o idle_timeout`, a restart), or the server may have written bytes nobody asked
+//! for. [`AsyncConn::idle_check`] finds both without a round trip (one non-blocking read), and
+//! a connection that fails its first exchange after sitting idle the way a closed connection
+//! fails (end of stream, reset, broken pipe, before any byte of a reply) reports
+//! [`AsyncConn::failed_stale`], so the client can tell a stale connection from a failing server.
 
 use crate::conn::ConnOptions;
 use crate::error::{Error, Result};
 use crate::proto::{Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
-use std::io;
+use socket2::SockRef;
+use std::io::{self, Read};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
-use std::time::Instant as StdInstant;
+use std::sync::Arc;
+use std::time::{Duration, Instant as StdInstant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::time::{Instant, timeout, timeout_at};
@@ -54,6 +62,12 @@ pub struct AsyncConn {
     wbuf: Vec<u8>,
     broken: bool,
     in_flight: bool,
+    /// Exchanges completed: a connection with some has been back in its pool.
+    completed: u64,
+    /// Checked out after sitting idle, and nothing received from the server since.
+    suspect: bool,
+    /// The exchange failed as a connection the server had closed fails (see `failed_stale`).
+    stale: bool,
 }
 
 impl std::fmt::Debug for AsyncConn {
@@ -62,6 +76,7 @@ impl std::fmt::Debug for AsyncConn {
             .field("server", &self.server)
             .field("broken", &self.broken)
             .field("in_flight", &self.in_flight)
+            .field("completed", &self.completed)
             .finish()
     }
 }
@@ -135,6 +150,9 @@ impl AsyncConn {
             wbuf: Vec::with_capacity(256),
             broken: false,
             in_flight: false,
+            completed: 0,
+            suspect: false,
+            stale: false,
         })
     }
 
@@ -162,6 +180,66 @@ impl AsyncConn {
     /// back to its pool for reuse.
     pub fn complete(&mut self) {
         self.in_flight = false;
+        self.completed = self.completed.saturating_add(1);
+    }
+
+    /// True once an exchange completed on this connection (it has been back in its pool).
+    pub fn is_reused(&self) -> bool {
+        self.completed > 0
+    }
+
+    /// Checked out for a new exchange: until the server sends a byte, a failure that looks like
+    /// a closed connection is taken for a stale one (see [`AsyncConn::failed_stale`]).
+    pub fn checked_out(&mut self) {
+        self.suspect = self.completed > 0;
+        self.stale = false;
+    }
+
+    /// The exchange failed the way a connection the server had already closed fails: end of
+    /// stream, reset or broken pipe, on a reused connection, before any byte of a reply. Such a
+    /// failure says nothing about the server (it proves nothing either: the server may also
+    /// have died meanwhile, which a retry on a new connection finds out).
+    pub fn failed_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Whether the connection is still usable after sitting idle, without a round trip: one
+    /// non-blocking read. A connection the server has closed (end of stream, reset), or on
+    /// which bytes nobody asked for are waiting (a stray `END`, `STORED` or `VALUE` block that
+    /// would otherwise be read as the next request's reply), fails and is marked broken.
+    pub fn idle_check(&mut self) -> Result<()> {
+        if self.broken || self.in_flight {
+            return Err(Error::protocol(&self.server, "connection is broken"));
+        }
+        if self.start != self.end {
+            let e = unasked(&self.server, &self.buf[self.start..self.end]);
+            return Err(self.fail(e));
+        }
+        // A non-blocking read of what is waiting, if anything: bytes read here mean the
+        // connection is dropped anyway, so reading them (rather than peeking) loses nothing.
+        let mut probe = [0u8; 64];
+        let peeked = loop {
+            let r = match &self.stream {
+                Stream::Tcp(s) => (&*SockRef::from(s)).read(&mut probe),
+                Stream::Unix(s) => (&*SockRef::from(s)).read(&mut probe),
+            };
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        let e = match peeked {
+            // nothing waiting: the socket is open and in step
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Ok(0) => Error::Io {
+                server: self.server.clone(),
+                kind: io::ErrorKind::UnexpectedEof,
+                message: "the server closed the connection while it was idle in the pool".into(),
+            },
+            Ok(n) => unasked(&self.server, &probe[..n.min(probe.len())]),
+            Err(e) => Error::io(&self.server, &e, "idle check", 0),
+        };
+        Err(self.fail(e))
     }
 
     /// Give up on the connection (the stream can no longer be trusted).
@@ -171,6 +249,17 @@ impl AsyncConn {
 
     fn fail(&mut self, e: Error) -> Error {
         self.broken = true;
+        self.stale = self.suspect
+            && matches!(
+                &e,
+                Error::Io { kind, .. } if matches!(
+                    kind,
+                    io::ErrorKind::UnexpectedEof
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::BrokenPipe
+                )
+            );
         match e {
             Error::Protocol { server, detail } if server.is_empty() => Error::Protocol {
                 server: self.server.clone(),
@@ -268,6 +357,8 @@ impl AsyncConn {
             }
             Ok(Ok(n)) => {
                 self.end += n;
+                // the server answered on this connection: it was not stale
+                self.suspect = false;
                 Ok(())
             }
             Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
@@ -280,7 +371,7 @@ impl AsyncConn {
 
     /// Read one one-line reply (or one `stats` line) within the read timeout.
     pub async fn read_reply(&mut self) -> Result<Reply> {
-        let deadline = Instant::now() + self.opts.read_timeout;
+        let deadline = deadline_after(self.opts.read_timeout);
         loop {
             match parse_reply(&self.buf[self.start..self.end]) {
                 Ok(Parsed::Done(r, used)) => {
@@ -299,7 +390,7 @@ impl AsyncConn {
         &mut self,
         mut item: impl FnMut(&[u8], u32, &[u8], Option<u64>) -> Result<()>,
     ) -> Result<Option<Reply>> {
-        let deadline = Instant::now() + self.opts.read_timeout;
+        let deadline = deadline_after(self.opts.read_timeout);
         let max = self.opts.max_value_size;
         loop {
             match parse_retrieval(&self.buf[self.start..self.end], max) {
@@ -346,13 +437,47 @@ impl AsyncConn {
     }
 }
 
-/// The last connect error a pool's background connect saw, and when: bb8 connects in a
-/// spawned task and reports errors only to its error sink, so a checkout that times out
-/// reads the cause here (as r2d2 reports its last connect error).
-pub(crate) type LastError = Arc<Mutex<Option<(StdInstant, Error)>>>;
+/// `now + d`, or a time so far off that it never comes when that overflows.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        // about 30 years: later than any timeout a builder accepts
+        .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+        .unwrap_or(now)
+}
 
+/// The error for bytes found waiting on a connection that had no request in flight.
+fn unasked(server: &str, bytes: &[u8]) -> Error {
+    Error::protocol(
+        server,
+        format!(
+            "the server sent {:?} unasked while the connection was idle; the connection was dropped so that it is never read as a reply",
+            String::from_utf8_lossy(bytes)
+        ),
+    )
+}
+
+/// One failed connect of a pool, numbered.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectFailure {
+    /// 1, 2, ... in the order the pool's connects failed.
+    pub(crate) seq: u64,
+    /// When.
+    pub(crate) at: StdInstant,
+    /// The connect error.
+    pub(crate) error: Error,
+}
+
+/// The last connect failure of a pool: bb8 connects in a spawned task and reports its errors
+/// only to its error sink, and with `retry_connection(false)` nothing wakes the checkouts
+/// waiting for that connection (bb8 0.9 `add_connection` only frees the slot), so they would
+/// wait out the whole checkout timeout. Checkouts watch this instead and fail with the connect
+/// error at once.
+pub(crate) type ConnectFailures = Arc<tokio::sync::watch::Sender<Option<ConnectFailure>>>;
+
+/// bb8's error sink: publishes each connect error to the pool's [`ConnectFailures`].
 #[derive(Clone)]
-pub(crate) struct Sink(pub(crate) LastError);
+pub(crate) struct Sink(pub(crate) ConnectFailures);
 
 impl std::fmt::Debug for Sink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -362,7 +487,14 @@ impl std::fmt::Debug for Sink {
 
 impl bb8::ErrorSink<Error> for Sink {
     fn sink(&self, e: Error) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((StdInstant::now(), e));
+        self.0.send_modify(|last| {
+            let seq = last.as_ref().map_or(1, |f| f.seq.saturating_add(1));
+            *last = Some(ConnectFailure {
+                seq,
+                at: StdInstant::now(),
+                error: e,
+            });
+        });
     }
     fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<Error>> {
         Box::new(self.clone())
@@ -407,8 +539,11 @@ impl bb8::ManageConnection for Manager {
         AsyncConn::connect(&self.host, self.port, &self.server, &self.opts).await
     }
 
-    /// A `version` round trip, only when ping-on-checkout is configured.
+    /// [`AsyncConn::idle_check`] (no round trip), then a `version` round trip when
+    /// ping-on-checkout is configured. (The memshard client runs these checks itself on every
+    /// checkout; this is for pools built directly on this manager with `test_on_check_out`.)
     async fn is_valid(&self, conn: &mut AsyncConn) -> Result<()> {
+        conn.idle_check()?;
         if !self.ping_on_checkout {
             return Ok(());
         }

@@ -16,8 +16,8 @@
 //! # Design: a bb8 pool per server, one request per connection at a time
 //!
 //! Each server gets a [bb8](https://docs.rs/bb8) pool of [`AsyncConn`]s (`pool_size`,
-//! `min_idle`, `checkout_timeout`, `ping_on_checkout` map to bb8's `max_size`, `min_idle`,
-//! `connection_timeout`, `test_on_check_out`, as they map to r2d2's in the blocking client).
+//! `min_idle`, `checkout_timeout` map to bb8's `max_size`, `min_idle`, `connection_timeout`;
+//! the client checks each connection it checks out itself, see *Stale connections* below).
 //! A request checks a connection out, writes, reads its whole reply, and returns it.
 //!
 //! The alternative, one multiplexed connection per server with requests pipelined by a writer
@@ -62,6 +62,38 @@
 //! its keys fail fast with `ServerDown`; a tokio task probes it after `retry_timeout`; with
 //! `auto_eject` its keys move to the ring over the live servers, built by the same code as the
 //! blocking client's.
+//!
+//! A connect that fails ends the checkout at once with its own error (`Io` with
+//! `ConnectionRefused`, or a connect `Timeout`), counted once for the server however many
+//! checkouts were waiting for it. bb8 0.9 alone would not: with `retry_connection(false)` a
+//! failed background connect only frees its slot, and the checkouts waiting for it sleep until
+//! their `connection_timeout`; the client watches the pool's connect errors instead. So a
+//! refusing server costs its own keys one connect attempt each until it is marked down, and
+//! never holds the other servers' keys of a multi-key call, nor the other tasks.
+//!
+//! # Stale connections and bytes nobody asked for
+//!
+//! A pooled connection may have been closed by the server while it sat idle (memcached
+//! `-o idle_timeout`, a restart), or the server may have written bytes that no request asked
+//! for. Every checkout first makes one non-blocking read on the socket
+//! ([`AsyncConn::idle_check`], no round trip): a connection at end of stream, reset, or with
+//! bytes waiting is dropped and the next one taken, and this counts nothing against the
+//! server. (A connection that fails this on its very first checkout, fresh from connecting,
+//! does count: the server closes or talks to new connections.)
+//!
+//! The server can also close the connection just as the request arrives. A failure that looks
+//! like that (end of stream, reset or broken pipe, on a reused connection, before any byte of
+//! the reply) does not count either; instead:
+//!
+//! - reads, `set`, `add`, `replace`, `delete`, `touch`, the multi-key calls and the
+//!   server-wide commands are sent again, once, on a new connection, and that outcome counts;
+//! - `incr`, `decr`, `cas`, `append` and `prepend` are never sent twice (their bytes may have
+//!   reached the server and a second application would change the value again): the error is
+//!   returned, saying so, and a `version` on a new connection decides what counts for the
+//!   server.
+//!
+//! A reply that cannot belong to its request (`STORED` to a get, a `VALUE` for a key that was
+//! not asked for) is a `Protocol` error, and the connection is dropped.
 //!
 //! # Live membership
 //!
