@@ -6,7 +6,8 @@ mod bench;
 mod demo;
 mod plan_cmd;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::RangedU64ValueParser;
+use clap::{Args, Parser, Subcommand, value_parser};
 use memshard::{Client, Flavor, HashTag, KeyHash, Ring, StoreOutcome};
 use std::io::{self, BufRead, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -92,14 +93,15 @@ struct PlanArgs {
     threads: Option<usize>,
     /// Also print the classic imbalance table: a plain ketama ring with these points per server
     /// (comma-separated, e.g. 1,10,100,1000) over the --servers list.
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    #[arg(long, value_delimiter = ',', value_name = "N,...",
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_POINTS_PER_SERVER))]
     points: Vec<usize>,
     /// Audit hash tags in the --key-file sample (tag from --hash-tag, default "{}"): keys per
     /// tag, the server each tag piles onto, per-server share, warnings.
     #[arg(long, requires = "key_file")]
     tag_audit: bool,
     /// With --tag-audit: warn about tags holding more than this share of the keys.
-    #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
+    #[arg(long, default_value_t = 0.1, value_name = "SHARE", value_parser = parse_share)]
     warn_share: f64,
 }
 
@@ -109,23 +111,25 @@ struct BenchArgs {
     ring: RingArgs,
     #[command(flatten)]
     net: NetArgs,
-    /// Worker threads.
-    #[arg(long, default_value_t = 2)]
+    /// Worker threads (1 to 1024).
+    #[arg(long, default_value_t = 2,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_BENCH_THREADS))]
     threads: usize,
     /// Total operations (default 100000 unless --seconds is given).
     #[arg(long, conflicts_with = "seconds")]
     ops: Option<u64>,
-    /// Run for this many seconds instead of a number of operations.
-    #[arg(long)]
+    /// Run for this many seconds instead of a number of operations (above 0, at most a year).
+    #[arg(long, value_parser = parse_seconds)]
     seconds: Option<f64>,
     /// Distinct keys (`memshard-bench:<run>:<i>`; with --route-only, `user:<i>`).
     #[arg(long, default_value_t = 10_000)]
     keys: u64,
-    /// Value size in bytes.
-    #[arg(long, default_value_t = 100)]
+    /// Value size in bytes (at most 1048576, memcached's default item size).
+    #[arg(long, default_value_t = 100,
+          value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_BENCH_VALUE))]
     value_size: usize,
     /// Share of operations that are gets (0 to 1).
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = 0.9, value_parser = parse_share)]
     get_ratio: f64,
     /// Check every value read against what this run wrote for that key.
     #[arg(long)]
@@ -138,14 +142,16 @@ struct BenchArgs {
 /// Connection settings for the commands that talk to servers.
 #[derive(Args)]
 struct NetArgs {
-    /// Connect / read / write timeout in milliseconds.
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    /// Connect / read / write timeout in milliseconds (1 to 86400000, a day).
+    #[arg(long, default_value_t = 1000, value_name = "MS",
+          value_parser = value_parser!(u64).range(1..=MAX_TIMEOUT_MS))]
     timeout_ms: u64,
     /// Consecutive failures that mark a server down (0: never).
     #[arg(long, default_value_t = 2)]
     failure_limit: u32,
-    /// Milliseconds before a down server is probed again.
-    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    /// Milliseconds before a down server is probed again (at most 86400000, a day).
+    #[arg(long, default_value_t = 2000, value_name = "MS",
+          value_parser = value_parser!(u64).range(0..=MAX_TIMEOUT_MS))]
     retry_timeout_ms: u64,
     /// Move a down server's keys to the ring over the live servers (libmemcached
     /// REMOVE_FAILED_SERVERS, twemproxy auto_eject_hosts).
@@ -227,6 +233,53 @@ struct RouteArgs {
     ring: RingArgs,
     /// Keys to route; when none are given, keys are read one per line from standard input.
     keys: Vec<std::ffi::OsString>,
+}
+
+/// Longest `--timeout-ms` / `--retry-timeout-ms`: the library's longest timeout, a day.
+const MAX_TIMEOUT_MS: u64 = memshard::MAX_TIMEOUT.as_millis() as u64;
+/// Longest `bench --seconds`: a year.
+const MAX_BENCH_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+/// Most `bench --threads`.
+const MAX_BENCH_THREADS: u64 = 1024;
+/// Largest `bench --value-size`: memcached's default item size (`-I 1m`), the client's limit.
+const MAX_BENCH_VALUE: u64 = 1024 * 1024;
+/// Most `plan --points` per server; servers times points is bounded too (`plan`).
+const MAX_POINTS_PER_SERVER: u64 = 1_000_000;
+/// Most points of the `plan --points` table in all.
+const MAX_TABLE_POINTS: usize = 8_000_000;
+
+/// A finite float, or why not (clap rejects the argument with exit status 2).
+fn parse_finite(s: &str, what: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of {what}"))?;
+    if !v.is_finite() {
+        return Err(format!("{s:?} is not a finite number of {what}"));
+    }
+    Ok(v)
+}
+
+/// `--seconds`: above 0 and at most a year.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v = parse_finite(s, "seconds")?;
+    if v > 0.0 && v <= MAX_BENCH_SECONDS {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s} s is out of range: give more than 0 and at most {MAX_BENCH_SECONDS} s (a year)"
+        ))
+    }
+}
+
+/// A share: from 0 to 1.
+fn parse_share(s: &str) -> Result<f64, String> {
+    let v = parse_finite(s, "a share")?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is out of range: a share is from 0 to 1"))
+    }
 }
 
 /// An error with the exit status it deserves: 2 for bad arguments or input, 1 for the rest.
@@ -607,7 +660,9 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
     if !(0.0..=1.0).contains(&a.get_ratio) {
         return Err(usage("--get-ratio is a share from 0 to 1"));
     }
-    let client = a.ring.client(&a.net, a.threads as u32)?;
+    // at most MAX_BENCH_THREADS (clap), so this fits
+    let pool_size = u32::try_from(a.threads).map_err(|_| usage("--threads is too large"))?;
+    let client = a.ring.client(&a.net, pool_size)?;
     let spec = bench::Spec {
         threads: a.threads,
         ops: a.ops,
@@ -723,6 +778,16 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         printed = true;
     }
     if !a.points.is_empty() {
+        let servers = before.servers().len();
+        if let Some(&pts) = a
+            .points
+            .iter()
+            .find(|&&p| servers.saturating_mul(p) > MAX_TABLE_POINTS)
+        {
+            return Err(usage(format!(
+                "--points {pts} over {servers} servers is more than {MAX_TABLE_POINTS} points; give fewer points"
+            )));
+        }
         println!(
             "imbalance of a plain ketama ring over {} servers, {} keys:",
             before.servers().len(),
