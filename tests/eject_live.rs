@@ -1,238 +1,84 @@
 //! Failure handling against real servers on loopback: ejection placement compared with a real
-//! twemproxy (nutcracker), fail-fast and coming back without ejection, and memshard's own
+//! twemproxy (nutcracker) and with libmemcached's own auto-eject (a C harness,
+//! tests/eject/lmc_eject.c), fail-fast and coming back without ejection, and memshard's own
 //! auto-eject around a stopped (SIGSTOP) server.
 //!
-//! Needs `memcached` (and `nutcracker`, which Debian installs in /usr/sbin). Without them the
-//! tests print a SKIPPED line, or panic when `CI` is set.
+//! Nothing here is judged by the clock: waits are for states (with generous deadlines that fail
+//! only when the state never comes), and what is asserted are counts and outcomes; timings are
+//! printed.
+//!
+//! Needs `memcached`, `nutcracker` (Debian installs it in /usr/sbin) and `cc` + libmemcached
+//! (Debian: libmemcached-dev). Without them the tests print a SKIPPED line, or panic when `CI`
+//! is set.
 
 mod common;
 
-use common::servers::{Memcached, free_port};
+use common::servers::{Memcached, Nutcracker, Text, require};
 use memshard::{Client, Error, FailurePolicy, Flavor, KeyHash, Ring, Server, StoreOutcome};
 use std::collections::{BTreeMap, HashMap};
-use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const LO: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
-// ---------------------------------------------------------------------------------------
-// programs
-// ---------------------------------------------------------------------------------------
+/// How long a wait for a state may take before the state is taken never to come. Only a
+/// broken client or peer gets near it; the figures printed show how long the waits really took.
+const STATE_DEADLINE: Duration = Duration::from_secs(60);
 
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    // Debian installs nutcracker in /usr/sbin, which is not on every user's PATH.
-    dirs.push(PathBuf::from("/usr/sbin"));
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
-/// The programs' paths, or `None` after printing SKIPPED (a panic when `CI` is set).
-fn programs(test: &str, names: &[&str]) -> Option<Vec<PathBuf>> {
-    let found: Vec<Option<PathBuf>> = names.iter().map(|n| find_program(n)).collect();
-    if found.iter().all(Option::is_some) {
-        return Some(found.into_iter().flatten().collect());
-    }
-    let missing: Vec<&str> = names
-        .iter()
-        .zip(&found)
-        .filter(|(_, f)| f.is_none())
-        .map(|(n, _)| *n)
-        .collect();
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: {missing:?} not installed (CI is set); apt-get install -y {missing:?}");
-    }
-    println!("SKIPPED {test}: {missing:?} not installed (apt-get install nutcracker memcached)");
-    None
-}
-
-/// Wait until nothing accepts on `port` any more (the killed process is gone).
-fn wait_port_closed(port: u16) {
-    let addr = SocketAddr::from((LO, port));
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+/// Polls `state` (every few milliseconds) until it returns `Some`; panics with `what` and the
+/// `context` if it has not within [`STATE_DEADLINE`]. Returns the value and how long it took.
+fn wait_for<T>(
+    what: &str,
+    mut state: impl FnMut() -> Option<T>,
+    context: impl Fn() -> String,
+) -> (T, Duration) {
+    let started = Instant::now();
+    loop {
+        if let Some(v) = state() {
+            return (v, started.elapsed());
+        }
         assert!(
-            Instant::now() < deadline,
-            "{addr} still accepts after SIGKILL"
+            started.elapsed() < STATE_DEADLINE,
+            "{what}: not within {STATE_DEADLINE:?}; {}",
+            context()
         );
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
-/// nutcracker, killed on drop; its config folder removed.
-struct Nutcracker {
-    child: Child,
-    dir: PathBuf,
-    listen: SocketAddr,
+/// Kills `m` and waits until its port refuses connections (`signal` returns once the main
+/// thread is a zombie; its other threads may still hold the listening socket a moment).
+fn kill(m: &Memcached) {
+    m.signal("KILL");
+    wait_for(
+        "the killed server's port refuses connections",
+        || {
+            TcpStream::connect_timeout(&m.sock(), Duration::from_secs(2))
+                .is_err()
+                .then_some(())
+        },
+        || m.addr(),
+    );
 }
 
-impl Drop for Nutcracker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = fs::remove_dir_all(&self.dir);
+/// `get key` on a raw connection: the first reply line (`END`, `VALUE ...`,
+/// `SERVER_ERROR ...`), the rest of a hit consumed; `None` when the peer closed the connection.
+fn get_first_line(t: &mut Text, key: &[u8]) -> Option<String> {
+    let mut req = b"get ".to_vec();
+    req.extend_from_slice(key);
+    req.extend_from_slice(b"\r\n");
+    t.send(&req);
+    let first = t.try_line()?;
+    if first.starts_with(b"VALUE ") {
+        while t.try_line()? != b"END" {}
     }
-}
-
-impl Nutcracker {
-    fn start(bin: &Path, tag: &str, servers: &[Server]) -> Nutcracker {
-        let dir =
-            std::env::temp_dir().join(format!("memshard-eject-live-{}-{tag}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let listen = SocketAddr::from((LO, free_port(LO)));
-        let mut yml = format!(
-            "eject:\n  listen: {listen}\n  distribution: ketama\n  hash: md5\n  timeout: 2000\n  \
-             auto_eject_hosts: true\n  server_failure_limit: 1\n  server_retry_timeout: 600000\n  \
-             server_connections: 1\n  servers:\n"
-        );
-        for s in servers {
-            let mut v = format!("{}:{}:{}", s.host, s.port, s.weight);
-            if let Some(n) = &s.name {
-                v += &format!(" {n}");
-            }
-            yml += &format!("    - \"{v}\"\n");
-        }
-        let conf = dir.join("nutcracker.yml");
-        fs::write(&conf, &yml).unwrap();
-        let stats = free_port(LO);
-        let mut child = Command::new(bin)
-            .arg("-c")
-            .arg(&conf)
-            .arg("-o")
-            .arg(dir.join("nutcracker.log"))
-            .args(["-s", &stats.to_string(), "-a", "127.0.0.1", "-v", "5"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn nutcracker");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(Some(st)) = child.try_wait() {
-                panic!(
-                    "nutcracker exited ({st}); config:\n{yml}\nlog: {}",
-                    fs::read_to_string(dir.join("nutcracker.log")).unwrap_or_default()
-                );
-            }
-            if TcpStream::connect_timeout(&listen, Duration::from_millis(200)).is_ok() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "nutcracker did not start:\n{yml}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Nutcracker { child, dir, listen }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(self.dir.join("nutcracker.log")).unwrap_or_default()
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// a raw text-protocol connection (to nutcracker or to one memcached)
-// ---------------------------------------------------------------------------------------
-
-struct Text {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
-}
-
-impl Text {
-    fn open(addr: SocketAddr) -> Text {
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Text {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
-        }
-    }
-
-    /// One reply line without its CRLF; `None` at EOF.
-    fn line(&mut self) -> Option<Vec<u8>> {
-        let mut l = Vec::new();
-        self.r.read_until(b'\n', &mut l).expect("read reply line");
-        if l.is_empty() {
-            return None;
-        }
-        assert!(l.ends_with(b"\r\n"), "truncated reply {l:?}");
-        l.truncate(l.len() - 2);
-        Some(l)
-    }
-
-    fn set_all(&mut self, items: &[(Vec<u8>, Vec<u8>)]) {
-        for chunk in items.chunks(50) {
-            let mut req = Vec::new();
-            for (k, v) in chunk {
-                req.extend_from_slice(format!("set {} 0 0 {}\r\n", s(k), v.len()).as_bytes());
-                req.extend_from_slice(v);
-                req.extend_from_slice(b"\r\n");
-            }
-            self.w.write_all(&req).unwrap();
-            for (k, _) in chunk {
-                let r = self.line().expect("connection closed during set");
-                assert_eq!(s(&r), "STORED", "set {}", s(k));
-            }
-        }
-    }
-
-    /// Values of the keys this peer returns (multi-gets of < 2000 bytes).
-    fn get_values(&mut self, keys: &[Vec<u8>]) -> HashMap<Vec<u8>, Vec<u8>> {
-        let mut got = HashMap::new();
-        let mut i = 0;
-        while i < keys.len() {
-            let mut req = b"get".to_vec();
-            while i < keys.len() && req.len() + keys[i].len() + 3 < 1900 {
-                req.push(b' ');
-                req.extend_from_slice(&keys[i]);
-                i += 1;
-            }
-            req.extend_from_slice(b"\r\n");
-            self.w.write_all(&req).unwrap();
-            loop {
-                let l = self.line().expect("connection closed during get");
-                if l == b"END" {
-                    break;
-                }
-                let parts: Vec<&[u8]> = l.split(|&b| b == b' ').collect();
-                assert!(
-                    parts.len() >= 4 && parts[0] == b"VALUE",
-                    "bad reply {}",
-                    s(&l)
-                );
-                let n: usize = s(parts[3]).parse().unwrap();
-                let mut data = vec![0u8; n + 2];
-                self.r.read_exact(&mut data).unwrap();
-                data.truncate(n);
-                got.insert(parts[1].to_vec(), data);
-            }
-        }
-        got
-    }
-
-    /// `get key`: the first reply line (`END`, `VALUE ...`, `SERVER_ERROR ...`), the rest of a
-    /// hit consumed; `None` when the peer closed the connection.
-    fn get_first_line(&mut self, key: &[u8]) -> Option<String> {
-        self.w
-            .write_all(format!("get {}\r\n", s(key)).as_bytes())
-            .ok()?;
-        let first = self.line()?;
-        if first.starts_with(b"VALUE ") {
-            loop {
-                if self.line()? == b"END" {
-                    break;
-                }
-            }
-        }
-        Some(s(&first))
-    }
+    Some(s(&first))
 }
 
 fn s(b: &[u8]) -> String {
@@ -268,6 +114,7 @@ fn make_keys(tag: &str, n: usize) -> Vec<Vec<u8>> {
 
 /// Same servers, point counts, continuum size, and the same owner and point for every key.
 fn same_ring(a: &Ring, b: &Ring, keys: &[Vec<u8>]) -> bool {
+    assert!(!keys.is_empty(), "same_ring over no keys proves nothing");
     a.servers() == b.servers()
         && a.point_counts() == b.point_counts()
         && a.len() == b.len()
@@ -290,10 +137,14 @@ fn kind(e: &Error) -> &'static str {
     }
 }
 
-fn start_servers(weights: &[u32]) -> (Vec<Memcached>, Vec<Server>) {
-    let mems: Vec<Memcached> = weights
-        .iter()
-        .map(|_| Memcached::start(LO, 0, ""))
+/// memcached servers on free ports of 127.0.0.1 (server `i` with the extra arguments
+/// `extra(i)`), and the same list as memshard servers with the weights.
+fn start_servers(
+    weights: &[u32],
+    extra: impl Fn(usize) -> &'static str,
+) -> (Vec<Memcached>, Vec<Server>) {
+    let mems: Vec<Memcached> = (0..weights.len())
+        .map(|i| Memcached::start(LO, 0, extra(i)))
         .collect();
     let servers = mems
         .iter()
@@ -304,42 +155,262 @@ fn start_servers(weights: &[u32]) -> (Vec<Memcached>, Vec<Server>) {
 }
 
 // ---------------------------------------------------------------------------------------
+// libmemcached's own auto-eject (tests/eject/lmc_eject.c)
+// ---------------------------------------------------------------------------------------
+
+/// The harness, built with `cc ... -lmemcached` into a fresh temp folder; `None` after a
+/// SKIPPED line (a panic when `CI` is set) when cc or libmemcached is missing.
+fn build_lmc_eject() -> Option<PathBuf> {
+    if !require("cc") {
+        return None;
+    }
+    let have_headers = Path::new("/usr/include/libmemcached-1.0/memcached.h").exists()
+        || Path::new("/usr/local/include/libmemcached-1.0/memcached.h").exists();
+    if !have_headers {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "libmemcached headers missing (Debian: libmemcached-dev); .ci/run must install them"
+            );
+        }
+        eprintln!("SKIPPED: libmemcached headers missing (Debian: libmemcached-dev)");
+        return None;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eject/lmc_eject.c");
+    let dir = std::env::temp_dir().join(format!("memshard-eject-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("harness folder");
+    let out = dir.join("lmc_eject");
+    let built = Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-lmemcached")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run cc");
+    assert!(
+        built.status.success(),
+        "{} does not build:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Some(out)
+}
+
+/// What libmemcached did: where every key went with all servers up, the server it marked dead
+/// itself, where every key went after it rebuilt its continuum, and how its gets ended.
+struct LmcEject {
+    before: HashMap<Vec<u8>, String>,
+    ejected: String,
+    after: HashMap<Vec<u8>, String>,
+    codes: Vec<String>,
+    took: Duration,
+}
+
+/// Runs the harness over `servers` (host:port:weight, in ring order) and `keys`.
+fn lmc_eject(harness: &Path, failure_limit: u32, servers: &[Server], keys: &[Vec<u8>]) -> LmcEject {
+    let mut cmd = Command::new(harness);
+    cmd.arg(failure_limit.to_string());
+    for sv in servers {
+        cmd.arg(format!("{}:{}:{}", sv.host, sv.port, sv.weight));
+    }
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run lmc_eject");
+    let mut input = Vec::new();
+    for k in keys {
+        input.extend_from_slice(k);
+        input.push(b'\n');
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("lmc_eject output");
+    writer.join().expect("writer").expect("write keys");
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "lmc_eject failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut r = LmcEject {
+        before: HashMap::new(),
+        ejected: String::new(),
+        after: HashMap::new(),
+        codes: Vec::new(),
+        took,
+    };
+    for line in out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let f: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
+        match f[0] {
+            b"before" | b"after" if f.len() == 3 => {
+                let map = if f[0] == b"before" {
+                    &mut r.before
+                } else {
+                    &mut r.after
+                };
+                assert!(
+                    map.insert(f[1].to_vec(), s(f[2])).is_none(),
+                    "key {} twice in the {} section",
+                    s(f[1]),
+                    s(f[0])
+                );
+            }
+            b"#ejected" if f.len() == 2 => r.ejected = s(f[1]),
+            b"#code" if f.len() == 3 => r.codes.push(format!("{} x {}", s(f[1]), s(f[2]))),
+            _ => panic!("unexpected lmc_eject line {:?}", s(line)),
+        }
+    }
+    assert_eq!(
+        r.before.len(),
+        keys.len(),
+        "lmc_eject: keys placed before ejection"
+    );
+    assert_eq!(
+        r.after.len(),
+        keys.len(),
+        "lmc_eject: keys placed after ejection"
+    );
+    assert!(!r.ejected.is_empty(), "lmc_eject named no ejected server");
+    r
+}
+
+// ---------------------------------------------------------------------------------------
+// a dead server's port that records what still reaches it
+// ---------------------------------------------------------------------------------------
+
+/// Takes over a killed server's port: accepts every connection, records the first request
+/// line that arrives on it, then closes it, so the client sees the server fail and every
+/// request that still reaches the dead server's address is on record.
+struct Recorder {
+    addr: SocketAddr,
+    lines: Arc<Mutex<Vec<String>>>,
+    accepted: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Recorder {
+    fn bind(addr: SocketAddr) -> Recorder {
+        let listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, a, st) = (lines.clone(), accepted.clone(), stop.clone());
+        let acceptor = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if st.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                a.fetch_add(1, Ordering::SeqCst);
+                let (l, st) = (l.clone(), st.clone());
+                std::thread::spawn(move || record_first_line(conn, &l, &st));
+            }
+        });
+        Recorder {
+            addr,
+            lines,
+            accepted,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+/// Records the first line `conn` carries, then drops (closes) it. The line is on record before
+/// the client can see the close.
+fn record_first_line(conn: TcpStream, lines: &Mutex<Vec<String>>, stop: &AtomicBool) {
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut r = BufReader::new(conn);
+    let mut line = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) => return,
+            Ok(_) if line.ends_with(b"\n") => {
+                let text = s(&line).trim_end().to_string();
+                lines.lock().unwrap().push(text);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2));
+        if let Some(t) = self.acceptor.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // 1. twemproxy ejection placement
 // ---------------------------------------------------------------------------------------
 
 #[test]
 fn twemproxy_ejection_placement_matches_memshard_current_ring() {
-    let Some(bins) = programs("eject_live twemproxy", &["nutcracker", "memcached"]) else {
+    if !(require("nutcracker") && require("memcached")) {
         return;
-    };
+    }
     let started = Instant::now();
     // round 0: both peers hold a connection to the server that dies (they notice its close);
     // round 1: neither ever connected to it (they notice failed connects).
-    twemproxy_round(&bins[0], 0, &[3, 1, 2, 5, 1], false, 2, true);
-    twemproxy_round(&bins[0], 1, &[40, 100, 60, 25, 80], true, 1, false);
+    twemproxy_round(0, &[3, 1, 2, 5, 1], false, 2, true);
+    twemproxy_round(1, &[40, 100, 60, 25, 80], true, 1, false);
     println!(
         "eject_live twemproxy: both rounds in {} ms",
         started.elapsed().as_millis()
     );
-    assert!(started.elapsed() < Duration::from_secs(30));
 }
 
-fn twemproxy_round(
-    nutcracker: &Path,
-    round: usize,
-    weights: &[u32],
-    names: bool,
-    dead: usize,
-    warm_dead: bool,
-) {
-    let (mems, mut servers) = start_servers(weights);
+/// nutcracker with one pool over `servers` that ejects a server at its first failure and
+/// keeps it out (retry timeout 600 s).
+fn nutcracker_for(servers: &[Server]) -> Nutcracker {
+    Nutcracker::start(1, |listens| {
+        let mut yml = format!(
+            "eject:\n  listen: {}\n  distribution: ketama\n  hash: md5\n  timeout: 2000\n  \
+             auto_eject_hosts: true\n  server_failure_limit: 1\n  server_retry_timeout: 600000\n  \
+             server_connections: 1\n  servers:\n",
+            listens[0]
+        );
+        for sv in servers {
+            let mut v = format!("{}:{}:{}", sv.host, sv.port, sv.weight);
+            if let Some(n) = &sv.name {
+                v += &format!(" {n}");
+            }
+            yml += &format!("    - \"{v}\"\n");
+        }
+        yml
+    })
+}
+
+fn twemproxy_round(round: usize, weights: &[u32], names: bool, dead: usize, warm_dead: bool) {
+    let (mems, mut servers) = start_servers(weights, |_| "");
     if names {
         // names on three of the five: a name replaces the address in the point names
         for i in [0, 2, 3] {
             servers[i].name = Some(format!("cache-{round}-{i}"));
         }
     }
-    let nc = Nutcracker::start(nutcracker, &format!("r{round}"), &servers);
+    let nc = nutcracker_for(&servers);
     let policy = FailurePolicy {
         failure_limit: 1,
         retry_timeout: Duration::from_secs(600),
@@ -357,14 +428,14 @@ fn twemproxy_round(
         .build()
         .unwrap();
     let full = client.ring().clone();
-    let mut proxy = Text::open(nc.listen);
+    let mut proxy = Text::open(nc.listen());
     let owners_of = |mems: &[Memcached], skip: Option<usize>, keys: &[Vec<u8>]| {
         let mut owner: HashMap<Vec<u8>, usize> = HashMap::new();
         for (i, m) in mems.iter().enumerate() {
             if Some(i) == skip {
                 continue;
             }
-            let held = Text::open(SocketAddr::from((LO, m.port))).get_values(keys);
+            let held = m.text().get_many(keys);
             for k in held.into_keys() {
                 if let Some(prev) = owner.insert(k.clone(), i) {
                     panic!("{} held by servers {prev} and {i}", s(&k));
@@ -384,14 +455,16 @@ fn twemproxy_round(
         (dead_keys, pre) = pre.into_iter().partition(|k| full.route(k) == Some(dead));
     }
     let items: Vec<(Vec<u8>, Vec<u8>)> = pre.iter().map(|k| (k.clone(), k.clone())).collect();
-    proxy.set_all(&items);
+    proxy.store_all(&items);
     let owner = owners_of(&mems, None, &pre);
     let pre_diff = pre
         .iter()
         .filter(|k| full.route(k) != Some(owner[*k]))
         .count();
     assert_eq!(pre_diff, 0, "round {round}: placement differs with all up");
-    for (k, r) in pre.iter().zip(client.get_multi(&pre)) {
+    let got = client.get_multi(&pre);
+    assert_eq!(got.len(), pre.len(), "get_multi answered for every key");
+    for (k, r) in pre.iter().zip(got) {
         assert_eq!(r.unwrap().expect("hit").value, *k);
     }
     if warm_dead {
@@ -402,32 +475,27 @@ fn twemproxy_round(
     assert!(dead_keys.len() >= 10, "too few keys on the server to kill");
 
     // Kill one server.
-    let dead_port = mems[dead].port;
-    mems[dead].signal("KILL");
-    wait_port_closed(dead_port);
+    kill(&mems[dead]);
 
     // nutcracker notices: its keys get SERVER_ERROR until the server is ejected, then a
     // live server answers (a miss).
     let mut nc_errors = 0;
-    let mut nc_ejected_after = None;
-    for (n, k) in dead_keys.iter().cycle().take(50).enumerate() {
-        match proxy.get_first_line(k) {
-            Some(l) if l.starts_with("SERVER_ERROR") => nc_errors += 1,
-            Some(l) if l == "END" || l.starts_with("VALUE ") => {
-                nc_ejected_after = Some(n);
-                break;
+    let mut nc_requests = 0;
+    let (_, nc_took) = wait_for(
+        "nutcracker ejects the dead server",
+        || {
+            let k = &dead_keys[nc_requests % dead_keys.len()];
+            nc_requests += 1;
+            match get_first_line(&mut proxy, k) {
+                Some(l) if l.starts_with("SERVER_ERROR") => nc_errors += 1,
+                Some(l) if l == "END" || l.starts_with("VALUE ") => return Some(()),
+                Some(l) => panic!("unexpected nutcracker reply {l}"),
+                None => proxy = Text::open(nc.listen()),
             }
-            Some(l) => panic!("unexpected nutcracker reply {l}"),
-            None => proxy = Text::open(nc.listen),
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let nc_requests = nc_ejected_after.unwrap_or_else(|| {
-        panic!(
-            "nutcracker never ejected the dead server; log:\n{}",
-            nc.log()
-        )
-    });
+            None
+        },
+        || format!("log:\n{}", nc.log()),
+    );
     if !warm_dead {
         // server_failure_limit 1: the first failed connect ejects
         assert_eq!(nc_errors, 1, "nutcracker SERVER_ERRORs before ejection");
@@ -478,7 +546,7 @@ fn twemproxy_round(
 
     // Ask the real peer where each key goes now.
     let items: Vec<(Vec<u8>, Vec<u8>)> = keys.iter().map(|k| (k.clone(), b"nc".to_vec())).collect();
-    proxy.set_all(&items);
+    proxy.store_all(&items);
     let owner = owners_of(&mems, Some(dead), &keys);
     let mut differences = Vec::new();
     let mut moved_from_dead = 0;
@@ -521,20 +589,26 @@ fn twemproxy_round(
         .enumerate()
         .map(|(i, k)| (k.clone(), format!("ms-{round}-{i}").into_bytes()))
         .collect();
-    let set_errors = client
-        .set_multi(&values, 0, 0)
+    let stored = client.set_multi(&values, 0, 0);
+    assert_eq!(
+        stored.len(),
+        values.len(),
+        "set_multi answered for every item"
+    );
+    let set_errors = stored
         .into_iter()
         .filter(|r| !matches!(r, Ok(StoreOutcome::Stored)))
         .count();
     assert_eq!(set_errors, 0, "memshard set after ejection");
     let got = client.get_multi(&keys);
+    assert_eq!(got.len(), keys.len(), "get_multi answered for every key");
     let get_errors = values
         .iter()
         .zip(&got)
         .filter(|((_, v), r)| !matches!(r, Ok(Some(item)) if item.value == *v))
         .count();
     assert_eq!(get_errors, 0, "memshard get after ejection");
-    let via_proxy = proxy.get_values(&keys);
+    let via_proxy = proxy.get_many(&keys);
     let proxy_mismatch = values
         .iter()
         .filter(|(k, v)| via_proxy.get(k) != Some(v))
@@ -546,12 +620,13 @@ fn twemproxy_round(
 
     println!(
         "eject_live twemproxy round {round} (names: {names}, weights {weights:?}, killed #{dead} {}): \
-         nutcracker: {nc_errors} SERVER_ERROR, ejected after {nc_requests} requests; \
+         nutcracker: {nc_errors} SERVER_ERROR, a live server answered request #{nc_requests} (within {} ms); \
          memshard errors before down: {ms_errors:?} in {} ms; point counts full {:?} -> live {:?}; \
          keys checked {}, differences {}, moved off the dead server {moved_from_dead}, \
          naive point removal would misplace {naive_differs}; memshard set/get errors {}/{}, \
          read back via nutcracker {}/{}",
         servers[dead].addr,
+        nc_took.as_millis(),
         ms_noticed.as_millis(),
         full.point_counts(),
         current.point_counts(),
@@ -572,11 +647,11 @@ fn twemproxy_round(
 
 #[test]
 fn without_ejection_dead_server_fails_fast_then_comes_back() {
-    if programs("eject_live fail-fast", &["memcached"]).is_none() {
+    if !require("memcached") {
         return;
     }
     let started = Instant::now();
-    let (mut mems, servers) = start_servers(&[3, 1, 2, 1]);
+    let (mut mems, servers) = start_servers(&[3, 1, 2, 1], |_| "");
     let policy = FailurePolicy {
         failure_limit: 2,
         retry_timeout: Duration::from_millis(300),
@@ -602,14 +677,19 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         assert_eq!(client.set(k, k, 0, 0).unwrap(), StoreOutcome::Stored);
     }
 
-    let dead_port = mems[dead].port;
-    mems[dead].signal("KILL");
-    wait_port_closed(dead_port);
+    // Kill it; its port is then taken by a recorder that accepts, records the request line
+    // and closes: every request that still reaches the dead server's address is on record.
+    let dead_sock = mems[dead].sock();
+    kill(&mems[dead]);
+    let recorder = Recorder::bind(dead_sock);
 
     // Keys of the dead server: errors; after failure_limit of them, ServerDown at once.
+    const REQUESTS: usize = 30;
     let mut errors_per_server: BTreeMap<String, usize> = BTreeMap::new();
     let mut seq = Vec::new();
-    for (i, k) in dead_keys.iter().cycle().take(30).enumerate() {
+    // lines on record when each request returned
+    let mut recorded_at = Vec::new();
+    for (i, k) in dead_keys.iter().cycle().take(REQUESTS).enumerate() {
         let t = Instant::now();
         let r = if i % 2 == 0 {
             client.get(k).map(|_| ())
@@ -617,12 +697,14 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
             client.set(k, "x", 0, 0).map(|_| ())
         };
         let took = t.elapsed();
+        recorded_at.push(recorder.lines().len());
         let e = r.expect_err("a request for a key of the dead server succeeded");
         *errors_per_server
             .entry(servers[dead].addr.clone())
             .or_default() += 1;
         seq.push((kind(&e), took));
     }
+    assert_eq!(seq.len(), REQUESTS);
     let first_down = seq
         .iter()
         .position(|(k, _)| *k == "ServerDown")
@@ -631,23 +713,33 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         .iter()
         .map(|(k, t)| (*k, t.as_millis()))
         .collect();
+    assert_eq!(
+        first_down, policy.failure_limit as usize,
+        "failures before ServerDown: {before:?}"
+    );
     assert!(
         seq[..first_down]
             .iter()
             .all(|(k, _)| matches!(*k, "Io" | "Pool" | "Timeout")),
         "errors before marking down: {before:?}"
     );
-    assert_eq!(
-        first_down, policy.failure_limit as usize,
-        "failures before ServerDown: {before:?}"
-    );
     let fast = &seq[first_down..];
+    assert_eq!(fast.len(), REQUESTS - policy.failure_limit as usize);
     assert!(fast.iter().all(|(k, _)| *k == "ServerDown"), "{seq:?}");
-    let slowest_fast = fast.iter().map(|(_, t)| *t).max().unwrap();
+    // ServerDown without contacting the server: from the moment it was marked down to the
+    // last request, no request line reached its address (the prober's `version` may).
+    let lines = recorder.lines();
+    let after_down = &lines[recorded_at[first_down - 1]..recorded_at[REQUESTS - 1]];
+    let requests_after_down: Vec<&String> = after_down.iter().filter(|l| *l != "version").collect();
     assert!(
-        slowest_fast < Duration::from_millis(50),
-        "fail-fast took {slowest_fast:?}"
+        requests_after_down.is_empty(),
+        "requests reached the dead server after it was marked down: {requests_after_down:?}"
     );
+    let reached_before_down = lines[..recorded_at[first_down - 1]]
+        .iter()
+        .filter(|l| *l != "version")
+        .count();
+    let slowest_fast = fast.iter().map(|(_, t)| *t).max().unwrap();
     assert_eq!(client.down_servers(), vec![servers[dead].clone()]);
 
     // Keys of the live servers: no error at all.
@@ -671,6 +763,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
             }
         }
     }
+    assert_eq!(live_ops, 500);
     let live_errors: usize = errors_per_server
         .iter()
         .filter(|(a, _)| **a != servers[dead].addr)
@@ -680,44 +773,50 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         live_errors, 0,
         "errors on live servers: {errors_per_server:?}"
     );
+    let recorded = recorder.lines();
+    let probes = recorded.iter().filter(|l| *l == "version").count();
+    let accepted = recorder.accepted();
 
-    // Restart memcached on the same port: after the retry timeout it is probed and back.
+    // Restart memcached on the same port: once its retry timeout has passed the prober finds
+    // it, and requests for its keys are served again.
+    drop(recorder);
     drop(mems.remove(dead));
-    mems.insert(dead, Memcached::start(LO, dead_port, ""));
-    let restarted = Instant::now();
-    std::thread::sleep(policy.retry_timeout + Duration::from_millis(20));
+    mems.insert(dead, Memcached::start(LO, dead_sock.port(), ""));
     let mut polls = 0;
-    let recovered = loop {
-        polls += 1;
-        if client.down_servers().is_empty() && client.get(&dead_keys[0]).is_ok() {
-            break restarted.elapsed();
-        }
-        assert!(
-            restarted.elapsed() < Duration::from_secs(3),
-            "the restarted server did not come back; down: {:?}",
-            client.down_servers()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let ((), recovered) = wait_for(
+        "the restarted server comes back",
+        || {
+            polls += 1;
+            (client.down_servers().is_empty() && client.get(&dead_keys[0]).is_ok()).then_some(())
+        },
+        || format!("down: {:?}", client.down_servers()),
+    );
     for k in &dead_keys {
         assert_eq!(client.set(k, "back", 0, 0).unwrap(), StoreOutcome::Stored);
         assert_eq!(client.get(k).unwrap().unwrap().value, b"back");
     }
-    assert_eq!(
-        mems[dead].raw_get(&dead_keys[0]).as_deref(),
-        Some(&b"back"[..])
-    );
+    for k in &dead_keys {
+        assert_eq!(
+            mems[dead].raw_get(k).as_deref(),
+            Some(&b"back"[..]),
+            "{} not on the restarted server",
+            s(k)
+        );
+    }
     assert!(client.down_servers().is_empty());
 
     println!(
         "eject_live fail-fast: killed {} ({} of {} keys); errors before down {before:?} (kind, ms); \
-         then {} ServerDown, slowest {} us; live-server ops {live_ops}, errors per server {errors_per_server:?}; \
-         restarted on port {dead_port}, back after {} ms ({polls} polls, retry timeout {} ms); total {} ms",
+         then {} ServerDown, slowest {} us, request lines reaching the dead address before down \
+         {reached_before_down}, after down 0; its address accepted {accepted} connections, \
+         {probes} probes; live-server ops {live_ops}, errors per server {errors_per_server:?}; \
+         restarted on port {}, back after {} ms ({polls} polls, retry timeout {} ms); total {} ms",
         servers[dead].addr,
         dead_keys.len(),
         keys.len(),
         fast.len(),
         slowest_fast.as_micros(),
+        dead_sock.port(),
         recovered.as_millis(),
         policy.retry_timeout.as_millis(),
         started.elapsed().as_millis()
@@ -725,16 +824,25 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
 }
 
 // ---------------------------------------------------------------------------------------
-// 3. memshard auto-eject around a stopped server (no twemproxy)
+// 3. auto-eject around a stopped server, compared with libmemcached's own auto-eject
 // ---------------------------------------------------------------------------------------
 
 #[test]
 fn auto_eject_serves_every_key_while_a_server_is_stopped() {
-    if programs("eject_live auto-eject", &["memcached"]).is_none() {
+    if !require("memcached") {
         return;
     }
+    let Some(harness) = build_lmc_eject() else {
+        return;
+    };
     let started = Instant::now();
-    let (mems, servers) = start_servers(&[2, 1, 3, 1]);
+    let stopped = 2;
+    // libmemcached counts a failure only when a connect fails or times out (a read timeout
+    // just closes the connection), and the kernel completes connects to a stopped server
+    // until its accept queue is full. A short queue (-b 8: 9 connections) lets libmemcached
+    // meet failing connects after a few timed-out requests, as it would after 1025 with the
+    // default backlog.
+    let (mems, servers) = start_servers(&[2, 1, 3, 1], |i| if i == stopped { "-b 8" } else { "" });
     let policy = FailurePolicy {
         failure_limit: 2,
         retry_timeout: Duration::from_millis(500),
@@ -752,7 +860,6 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
         .build()
         .unwrap();
     let full = client.ring().clone();
-    let stopped = 2;
     let keys = make_keys("ae", 600);
     let stopped_keys: Vec<Vec<u8>> = keys
         .iter()
@@ -782,16 +889,64 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
         policy.failure_limit as usize,
         "errors before ejection: {errors:?}"
     );
-
-    // The live ring is the ring over the other three, point counts recomputed.
-    let live_idx: Vec<usize> = (0..servers.len()).filter(|&i| i != stopped).collect();
-    let live: Vec<Server> = live_idx.iter().map(|&i| servers[i].clone()).collect();
-    let expected = Ring::new(live, Flavor::Libmemcached).unwrap();
     let current = client.current_ring();
-    assert!(
-        same_ring(&current, &expected, &keys),
-        "current_ring differs from Ring::new(live servers)"
+
+    // libmemcached, given the same servers, meets the same stopped server and ejects it
+    // itself; where it puts every key, before and after, is where memshard does.
+    let lmc = lmc_eject(&harness, policy.failure_limit, &servers, &keys);
+    assert_eq!(
+        lmc.ejected, servers[stopped].addr,
+        "libmemcached ejected another server"
     );
+    let mut before_differ = Vec::new();
+    let mut after_differ = Vec::new();
+    for k in &keys {
+        let ms_full = &full.server_for(k).unwrap().addr;
+        if lmc.before[k] != *ms_full {
+            before_differ.push(format!(
+                "{}: libmemcached {}, memshard {ms_full}",
+                s(k),
+                lmc.before[k]
+            ));
+        }
+        let ms_now = &current.server_for(k).unwrap().addr;
+        if lmc.after[k] != *ms_now {
+            after_differ.push(format!(
+                "{}: libmemcached {}, memshard {ms_now}",
+                s(k),
+                lmc.after[k]
+            ));
+        }
+    }
+    assert!(
+        before_differ.is_empty(),
+        "{} of {} keys placed differently with every server up; first: {:#?}",
+        before_differ.len(),
+        keys.len(),
+        &before_differ[..before_differ.len().min(10)]
+    );
+    assert!(
+        after_differ.is_empty(),
+        "{} of {} keys placed differently after ejection; first: {:#?}",
+        after_differ.len(),
+        keys.len(),
+        &after_differ[..after_differ.len().min(10)]
+    );
+    // the comparison covered the keys that had to move
+    let lmc_moved = keys
+        .iter()
+        .filter(|k| lmc.before[*k] != lmc.after[*k])
+        .count();
+    assert!(
+        lmc_moved >= stopped_keys.len(),
+        "libmemcached moved {lmc_moved} keys"
+    );
+    assert!(
+        !lmc.after.values().any(|a| *a == servers[stopped].addr),
+        "libmemcached still places keys on the ejected server"
+    );
+
+    let live_idx: Vec<usize> = (0..servers.len()).filter(|&i| i != stopped).collect();
     let live_moved = keys
         .iter()
         .filter(|k| {
@@ -823,58 +978,72 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
     assert_eq!(op_errors, 0, "keys not served while a server is stopped");
     let mut on_owner = 0;
     for &i in &live_idx {
-        let mine: Vec<Vec<u8>> = keys
-            .iter()
-            .filter(|k| live_idx[current.route(k).unwrap()] == i)
-            .cloned()
-            .collect();
-        let held = Text::open(SocketAddr::from((LO, mems[i].port))).get_values(&mine);
-        on_owner += mine
+        let mine: Vec<(usize, &Vec<u8>)> = keys
             .iter()
             .enumerate()
-            .filter(|(_, k)| held.get(*k).is_some_and(|v| v.starts_with(b"during-")))
+            .filter(|(_, k)| live_idx[current.route(k).unwrap()] == i)
+            .collect();
+        let names: Vec<&Vec<u8>> = mine.iter().map(|(_, k)| *k).collect();
+        let held = mems[i].text().get_many(&names);
+        on_owner += mine
+            .iter()
+            .filter(|(j, k)| {
+                held.get(*k).map(Vec::as_slice) == Some(format!("during-{j}").as_bytes())
+            })
             .count();
     }
     assert_eq!(on_owner, keys.len(), "values not on their live owners");
 
     // SIGCONT: after the retry timeout the prober finds it and the full ring returns.
     mems[stopped].signal("CONT");
-    let resumed = Instant::now();
-    let recovered = loop {
-        if client.down_servers().is_empty() && same_ring(&client.current_ring(), &full, &keys) {
-            break resumed.elapsed();
-        }
-        assert!(
-            resumed.elapsed() < Duration::from_secs(3),
-            "the resumed server did not come back; down: {:?}",
-            client.down_servers()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let ((), recovered) = wait_for(
+        "the resumed server comes back",
+        || {
+            (client.down_servers().is_empty() && same_ring(&client.current_ring(), &full, &keys))
+                .then_some(())
+        },
+        || format!("down: {:?}", client.down_servers()),
+    );
     for k in &stopped_keys {
         assert_eq!(client.set(k, "after", 0, 0).unwrap(), StoreOutcome::Stored);
         assert_eq!(client.get(k).unwrap().unwrap().value, b"after");
     }
+    let held = mems[stopped].text().get_many(&stopped_keys);
+    let back_on_owner = stopped_keys
+        .iter()
+        .filter(|k| held.get(*k).map(Vec::as_slice) == Some(&b"after"[..]))
+        .count();
     assert_eq!(
-        mems[stopped].raw_get(&stopped_keys[0]).as_deref(),
-        Some(&b"after"[..])
+        back_on_owner,
+        stopped_keys.len(),
+        "values not on the resumed server"
     );
 
     println!(
-        "eject_live auto-eject: stopped {} ({} of {} keys); errors before ejection {errors:?}, \
+        "eject_live auto-eject: stopped {} ({} of {} keys); memshard: errors before ejection {errors:?}, \
          ejected after {} ms; point counts full {:?} -> live {:?}, keys of live servers moved {live_moved}; \
-         served {} writes + {} reads with {op_errors} errors, {on_owner} values on their live owner; \
-         back {} ms after SIGCONT (retry timeout {} ms); total {} ms",
+         libmemcached ejected {} itself in {} ms ({}); keys compared {} before + {} after ejection, \
+         differences {} + {}, moved by libmemcached {lmc_moved}; served {} writes + {} reads with \
+         {op_errors} errors, {on_owner} values on their live owner; back {} ms after SIGCONT \
+         (retry timeout {} ms); total {} ms",
         servers[stopped].addr,
         stopped_keys.len(),
         keys.len(),
         ejected_after.as_millis(),
         full.point_counts(),
         current.point_counts(),
+        lmc.ejected,
+        lmc.took.as_millis(),
+        lmc.codes.join(", "),
+        keys.len(),
+        keys.len(),
+        before_differ.len(),
+        after_differ.len(),
         keys.len(),
         keys.len(),
         recovered.as_millis(),
         policy.retry_timeout.as_millis(),
         started.elapsed().as_millis()
     );
+    let _ = std::fs::remove_dir_all(harness.parent().expect("harness folder"));
 }
