@@ -20,3 +20,6 @@ export CI=true
 cargo test --release --all-features
 # Fault run, short form: SIGSTOP one server, SIGKILL and restart another during a verified bench.
 bash scripts/fault-run.sh --short
+# The peer vectors, regenerated from the real peers (installs ruby-dalli, spymemcached, PyPI
+# ketama, npm hashring, uhashring): any difference from the committed files fails.
+bash scripts/regen-vectors.sh

@@ -333,11 +333,9 @@ fn wait_memcached(process: &mut Owned, addr: SocketAddr) -> Start {
         if let Some(status) = process.exited() {
             return Start::Exited(format!("memcached on {addr} exited ({status})"));
         }
-        if let Some(pid) = stats_pid(addr) {
-            if pid == process.pid {
-                return Start::Ready;
-            }
-            // Another process answers there; ours will fail to bind and exit.
+        // Another process answering there is not ours: ours will fail to bind and exit.
+        if stats_pid(addr) == Some(process.pid) {
+            return Start::Ready;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
