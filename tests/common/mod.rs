@@ -1,10 +1,12 @@
 //! Shared test helpers: where the vectors live, and running the `memshard` binary.
 #![allow(dead_code)]
 
+pub mod libmemcached;
 pub mod proxy;
 pub mod servers;
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// The upstream projects' own test tables, kept in the repository
 /// (`compat-vectors/published/`, sources and licences in its README).
@@ -38,4 +40,59 @@ pub fn decode(v: &[u8]) -> Option<(String, u64)> {
     let pad = parts.next()?;
     (pad.len() == (version % 64) as usize && pad.bytes().all(|b| b == b'p'))
         .then_some((key, version))
+}
+
+/// Polls `done` (every few milliseconds) until it holds and returns how long that took; fails
+/// only if it never holds within `deadline`, which is meant to be generous: the wait is for a
+/// state, not a timing bound.
+pub fn wait_until(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let t = Instant::now();
+    while !done() {
+        assert!(
+            t.elapsed() < deadline,
+            "{what}: not reached within {deadline:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    t.elapsed()
+}
+
+/// One committed compat-vectors case (made by running the peer, see its README).
+pub struct CompatCase {
+    /// servers.txt as committed.
+    pub servers: String,
+    /// meta.txt's `key=value` lines.
+    pub meta: std::collections::HashMap<String, String>,
+    /// expected.tsv: each key and the address the peer picked, in file order.
+    pub expected: Vec<(Vec<u8>, String)>,
+}
+
+/// `compat-vectors/<rel>` (e.g. `libmemcached/cases/w-ipv6`).
+pub fn compat_case(rel: &str) -> CompatCase {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("compat-vectors")
+        .join(rel);
+    let read = |f: &str| {
+        std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{}/{f}: {e}", dir.display()))
+    };
+    let text = |f: &str| String::from_utf8(read(f)).expect("UTF-8");
+    let meta = text("meta.txt")
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let expected = read("expected.tsv")
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let tab = l.iter().rposition(|&b| b == b'\t').expect("KEY<TAB>ADDR");
+            let addr = String::from_utf8(l[tab + 1..].to_vec()).expect("UTF-8 address");
+            (l[..tab].to_vec(), addr)
+        })
+        .collect();
+    CompatCase {
+        servers: text("servers.txt"),
+        meta,
+        expected,
+    }
 }
