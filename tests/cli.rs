@@ -50,37 +50,104 @@ mod tempfile_path {
     }
 }
 
+/// Each key is printed with the server the real libmemcached picked for it (committed cases:
+/// IPv6 in brackets, host names, `localhost` next to 127.0.0.1, weights and ports), the address
+/// spelled as in the server file, in input order: keys on standard input (LF or CRLF lines, in
+/// another order than the case's) and keys as arguments. The server file also carries a
+/// comment, a blank line and a server name, which libmemcached placement ignores.
 #[test]
-fn route_prints_addresses_as_written_in_input_order() {
-    let f = server_file("# cache\n10.0.1.1:11211 600\n[::1]:11212 300 named\ncache-b 1\n");
-    let out = memshard(
-        &["route", "--servers", f.as_str()],
-        "k1\nk2\r\nclé\n".as_bytes(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3);
-    for (line, key) in lines.iter().zip(["k1", "k2", "clé"]) {
-        let (k, addr) = line.split_once('\t').unwrap();
-        assert_eq!(k, key);
+fn route_prints_the_peers_server_as_written_in_input_order() {
+    use std::os::unix::ffi::OsStrExt;
+    for case_name in ["w-ipv6", "w-hostnames", "w-localhost-names"] {
+        let case = common::compat_case(&format!("libmemcached/cases/{case_name}"));
+        assert_eq!(
+            case.meta.get("flavor").map(String::as_str),
+            Some("libmemcached"),
+            "{case_name}: the CLI's default flavor"
+        );
+        assert!(!case.meta.contains_key("hash"), "{case_name}");
+        assert_eq!(case.expected.len(), 1000, "{case_name}");
+        let lines: Vec<&str> = case
+            .servers
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .collect();
+        let used: std::collections::BTreeSet<&str> =
+            case.expected.iter().map(|(_, a)| a.as_str()).collect();
+        assert_eq!(
+            used.len(),
+            lines.len(),
+            "{case_name}: every server owns keys"
+        );
+        let mut text = String::from("# cache\n\n");
+        for (i, l) in lines.iter().enumerate() {
+            let weight = if l.split_whitespace().count() == 1 {
+                " 1"
+            } else {
+                ""
+            };
+            let name = if i == 0 { " named" } else { "" };
+            text.push_str(&format!("{l}{weight}{name}\n"));
+        }
+        let f = server_file(&text);
+
+        // stdin: the case's keys last to first, every other line ending in CRLF
+        let mut input = Vec::new();
+        let mut want = Vec::new();
+        for (i, (k, addr)) in case.expected.iter().rev().enumerate() {
+            input.extend_from_slice(k);
+            input.extend_from_slice(if i % 2 == 0 { b"\r\n" } else { b"\n" });
+            want.extend_from_slice(k);
+            want.push(b'\t');
+            want.extend_from_slice(addr.as_bytes());
+            want.push(b'\n');
+        }
+        let out = memshard(&["route", "--servers", f.as_str()], &input);
         assert!(
-            ["10.0.1.1:11211", "[::1]:11212", "cache-b"].contains(&addr),
-            "{addr}"
+            out.status.success(),
+            "{case_name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').collect();
+        let exp: Vec<&[u8]> = want.split(|&b| b == b'\n').collect();
+        assert_eq!(got.len(), exp.len(), "{case_name}: one line per key");
+        for (g, e) in got.iter().zip(&exp) {
+            assert_eq!(
+                String::from_utf8_lossy(g),
+                String::from_utf8_lossy(e),
+                "{case_name}"
+            );
+        }
+
+        // arguments: three keys that cannot be taken for options
+        let picked: Vec<&(Vec<u8>, String)> = case
+            .expected
+            .iter()
+            .filter(|(k, _)| !k.starts_with(b"-"))
+            .take(3)
+            .collect();
+        assert_eq!(picked.len(), 3);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memshard"));
+        cmd.args(["route", "--servers", f.as_str()]);
+        for (k, _) in &picked {
+            cmd.arg(std::ffi::OsStr::from_bytes(k));
+        }
+        let out = cmd.stdin(Stdio::null()).output().expect("run memshard");
+        assert!(out.status.success(), "{case_name}");
+        let want: Vec<u8> = picked
+            .iter()
+            .flat_map(|(k, a)| [&k[..], b"\t", a.as_bytes(), b"\n"].concat())
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&want),
+            "{case_name}: keys as arguments"
+        );
+        println!(
+            "route {case_name}: 1000 keys over {} servers as libmemcached placed them",
+            used.len()
         );
     }
-    let args = memshard(&["route", "--servers", f.as_str(), "k1", "k2"], b"");
-    assert_eq!(
-        String::from_utf8(args.stdout).unwrap(),
-        lines[..2]
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .collect::<String>()
-    );
 }
 
 #[test]
@@ -136,6 +203,15 @@ fn set_get_delete_against_real_servers() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("300 stored"));
 
+    // every key sits on the one server libmemcached picks for it (read raw, server by server)
+    let keys: Vec<String> = (0..300)
+        .map(|i| format!("key:{i}"))
+        .chain(["one".to_string()])
+        .collect();
+    if let Some(owners) = common::libmemcached::route(&c.server_list(), &keys) {
+        check_placement(&c, &keys, &owners);
+    }
+
     let keys: String = (0..300)
         .map(|i| format!("key:{i}\n"))
         .chain(["missing\n".to_string()])
@@ -152,6 +228,10 @@ fn set_get_delete_against_real_servers() {
     let out = memshard(&["delete", "--servers", s, "one", "key:0", "missing"], b"");
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 deleted, 1 not found"));
+    for m in &c.servers {
+        assert_eq!(m.raw_get(b"one"), None, "deleted, on {}", m.addr());
+        assert_eq!(m.raw_get(b"key:0"), None, "deleted, on {}", m.addr());
+    }
     let out = memshard(&["get", "--servers", s, "one", "key:0", "key:1"], b"");
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "key:1\tvalue 1\n");
 
@@ -163,4 +243,30 @@ fn set_get_delete_against_real_servers() {
             .stdout
             .starts_with(b"key:2\tvalue 2")
     );
+}
+
+/// Each of `keys` (`key:<i>` = `value <i>`, then `one` = `1`) is held by exactly the server
+/// libmemcached picked, `owners`, read raw server by server.
+fn check_placement(c: &Cluster, keys: &[String], owners: &[String]) {
+    let held: Vec<_> = c.servers.iter().map(|m| m.text().get_many(keys)).collect();
+    let mut per_server = vec![0usize; c.servers.len()];
+    for (i, (k, owner)) in keys.iter().zip(owners).enumerate() {
+        let want = if i < 300 {
+            format!("value {i}")
+        } else {
+            "1".to_string()
+        };
+        for (j, m) in c.servers.iter().enumerate() {
+            let got = held[j].get(k.as_bytes());
+            if m.addr() == *owner {
+                assert_eq!(got, Some(&want.clone().into_bytes()), "{k} on {owner}");
+                per_server[j] += 1;
+            } else {
+                assert_eq!(got, None, "{k} on {} (libmemcached: {owner})", m.addr());
+            }
+        }
+    }
+    println!("memshard set: 301 keys per server {per_server:?}, each where libmemcached puts it");
+    assert_eq!(per_server.iter().sum::<usize>(), 301);
+    assert!(per_server.iter().all(|&n| n > 0), "{per_server:?}");
 }
