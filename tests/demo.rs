@@ -1,12 +1,12 @@
 //! `memshard demo`: real memcached servers on loopback, ketama against modulo after adding a
-//! server, and nothing left running afterwards.
+//! server (the measured hits equal to what libmemcached's placement predicts), and nothing left
+//! running afterwards.
 
 mod common;
 
 use common::servers::require;
-use std::net::{SocketAddr, TcpStream};
+use md5::{Digest, Md5};
 use std::process::Command;
-use std::time::Duration;
 
 /// The percentage printed on the line starting with `name: `.
 fn ratio(out: &str, name: &str) -> f64 {
@@ -30,16 +30,53 @@ fn ratio(out: &str, name: &str) -> f64 {
     v / 100.0
 }
 
-/// Every `127.0.0.1:PORT` the demo printed as a started server.
-fn started_addrs(out: &str) -> Vec<SocketAddr> {
+/// Every `127.0.0.1:PORT` the demo printed as a started server, with its pid.
+fn started(out: &str) -> Vec<(String, u32)> {
     out.lines()
         .filter_map(|l| l.split("started memcached ").nth(1))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .map(|a| {
-            a.parse()
-                .unwrap_or_else(|e| panic!("bad address {a:?}: {e}"))
+        .map(|rest| {
+            let (addr, pid) = rest
+                .split_once(" (pid ")
+                .unwrap_or_else(|| panic!("no pid in {rest:?}"));
+            let pid = pid
+                .trim_end_matches(')')
+                .parse()
+                .unwrap_or_else(|e| panic!("bad pid in {rest:?}: {e}"));
+            (addr.to_string(), pid)
         })
         .collect()
+}
+
+/// The measured hits on the line starting with `name: ` (`[hits/total ...`).
+fn hits(out: &str, name: &str) -> usize {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no `{name}:` line:\n{out}"));
+    let inner = line.rsplit_once('[').map(|(_, r)| r).unwrap_or("");
+    inner
+        .split('/')
+        .next()
+        .and_then(|h| h.parse().ok())
+        .unwrap_or_else(|| panic!("no [hits/total in {line:?}"))
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .unwrap_or("");
+        state != "Z" && state != "X"
+    })
+}
+
+/// The server of `n` that md5 modulo `n` picks (libmemcached's MODULA distribution with the
+/// MD5 key hash), computed here.
+fn md5_modulo(key: &str, n: usize) -> usize {
+    let d = Md5::digest(key.as_bytes());
+    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize % n
 }
 
 #[test]
@@ -86,8 +123,8 @@ fn demo_ketama_keeps_most_keys_modulo_loses_most() {
     assert!(modulo < 0.4, "modulo kept {modulo} of the keys:\n{stdout}");
 
     // 4 servers, then a fifth; every key counted in the per-server table.
-    let addrs = started_addrs(&stdout);
-    assert_eq!(addrs.len(), 5, "expected 5 started servers:\n{stdout}");
+    let servers = started(&stdout);
+    assert_eq!(servers.len(), 5, "expected 5 started servers:\n{stdout}");
     let total = stdout
         .lines()
         .find(|l| l.starts_with("total"))
@@ -95,11 +132,49 @@ fn demo_ketama_keeps_most_keys_modulo_loses_most() {
         .unwrap_or_else(|| panic!("no total line:\n{stdout}"));
     assert_eq!(total, "2000", "keys per server must add up:\n{stdout}");
 
-    // Everything it started is stopped by the time it exits.
-    for a in addrs {
+    // The figures measured on the servers are libmemcached's: keys per server (memcached's
+    // curr_items), and the ketama hits after adding the fifth server; the modulo hits are md5
+    // modulo the server count.
+    let addrs: Vec<&str> = servers.iter().map(|(a, _)| a.as_str()).collect();
+    let keys: Vec<String> = (0..2000).map(|i| format!("demo:{i}")).collect();
+    let list = |n: usize| -> String { addrs[..n].iter().map(|a| format!("{a} 1\n")).collect() };
+    if let Some(before) = common::libmemcached::route(&list(4), &keys) {
+        let after = common::libmemcached::route(&list(5), &keys).unwrap();
+        for a in &addrs[..4] {
+            let row = stdout
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(a))
+                .unwrap_or_else(|| panic!("no row for {a}:\n{stdout}"));
+            let keys_on: usize = row
+                .split_whitespace()
+                .nth(2)
+                .and_then(|k| k.parse().ok())
+                .unwrap_or_else(|| panic!("no key count in {row:?}"));
+            let want = before.iter().filter(|o| o == a).count();
+            assert_eq!(keys_on, want, "{a}: libmemcached puts {want} keys there");
+        }
+        let stay = before.iter().zip(&after).filter(|(b, a)| b == a).count();
+        assert_eq!(
+            hits(&stdout, "ketama"),
+            stay,
+            "ketama hits = keys libmemcached keeps in place"
+        );
+    }
+    let stay = keys
+        .iter()
+        .filter(|k| addrs[md5_modulo(k, 4)] == addrs[md5_modulo(k, 5)])
+        .count();
+    assert_eq!(
+        hits(&stdout, "modulo"),
+        stay,
+        "modulo hits = keys md5 % n keeps in place"
+    );
+
+    // Everything it started is stopped by the time it exits: each memcached process is gone.
+    for (a, pid) in servers {
         assert!(
-            TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_err(),
-            "memcached on {a} is still accepting connections after the demo exited"
+            !alive(pid),
+            "memcached {a} (pid {pid}) still runs after the demo exited"
         );
     }
 }

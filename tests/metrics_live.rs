@@ -31,10 +31,24 @@ fn metrics_match_server_stats() {
         client.set(format!("m:{i}"), "v", 0, 0).unwrap();
     }
     for i in 0..900 {
-        client.get(format!("m:{i}")).unwrap(); // 600 hits, 300 misses
+        // 600 hits, 300 misses
+        let got = client.get(format!("m:{i}")).unwrap();
+        assert_eq!(
+            got.map(|item| item.value),
+            (i < 600).then(|| b"v".to_vec()),
+            "m:{i}"
+        );
     }
     let keys: Vec<String> = (0..200).map(|i| format!("m:{i}")).collect();
-    client.get_multi(&keys);
+    let got = client.get_multi(&keys);
+    assert_eq!(got.len(), 200);
+    for (k, r) in keys.iter().zip(&got) {
+        assert_eq!(
+            r.as_ref().unwrap().as_ref().map(|i| &i.value[..]),
+            Some(&b"v"[..]),
+            "{k}"
+        );
+    }
 
     // counters by (name, server, command)
     let mut counters: HashMap<(String, String, String), u64> = HashMap::new();
@@ -58,7 +72,7 @@ fn metrics_match_server_stats() {
             .copied()
             .unwrap_or(0)
     };
-    let mut total_hits = 0;
+    let (mut total_hits, mut total_sets, mut busy) = (0, 0, 0);
     for (s, (g0, s0, h0)) in c.servers.iter().zip(before) {
         let addr = s.addr();
         let server_gets = s.stat("cmd_get") - g0; // one per key, also inside a multi-get
@@ -78,7 +92,11 @@ fn metrics_match_server_stats() {
         );
         assert_eq!(hits, server_hits);
         total_hits += hits;
+        total_sets += sets;
+        busy += usize::from(server_sets > 0 && server_gets > 0);
     }
+    assert_eq!(busy, 3, "every server saw sets and gets");
+    assert_eq!(total_sets, 600);
     assert_eq!(total_hits, 600 + 200);
     let gets: u64 = c
         .servers

@@ -1,6 +1,10 @@
-//! The planner's figures against an independent count on the same keys, and the monotone
-//! property of memshard-weighted (with libmemcached's weighted ketama as the contrast).
+//! The planner's figures against an independent count on the same keys (ketama placed by the
+//! real libmemcached, modulo and jump from md5 computed here), and the monotone property of
+//! memshard-weighted (with libmemcached's weighted ketama as the contrast).
 
+mod common;
+
+use md5::{Digest, Md5};
 use memshard::plan::{Keys, Method, RingChoice, plan};
 use memshard::{Flavor, KeyHash, Ring, Server};
 use std::collections::HashMap;
@@ -34,6 +38,21 @@ fn jump_reference(key: u64, num_buckets: i32) -> i32 {
     b as i32
 }
 
+/// The md5 digest of `k` as four little-endian words (libmemcached's key hash is the first).
+fn md5_words(k: &[u8]) -> [u32; 4] {
+    let d = Md5::digest(k);
+    std::array::from_fn(|i| {
+        u32::from_le_bytes([d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]])
+    })
+}
+
+fn server_list(servers: &[Server]) -> String {
+    servers
+        .iter()
+        .map(|s| format!("{} {}\n", s.addr, s.weight))
+        .collect()
+}
+
 #[test]
 fn plan_matches_an_independent_count() {
     let before = servers(10, &[1, 2, 3]);
@@ -46,6 +65,11 @@ fn plan_matches_an_independent_count() {
         hash: None,
         tag: None,
     };
+    // ketama: where libmemcached puts each key before and after the change
+    let Some(lmc_before) = common::libmemcached::route(&server_list(&before), &ks) else {
+        return;
+    };
+    let lmc_after = common::libmemcached::route(&server_list(&after), &ks).unwrap();
     for threads in [1, 2] {
         let p = plan(
             &before,
@@ -57,22 +81,18 @@ fn plan_matches_an_independent_count() {
         )
         .unwrap();
         let idx = |addr: &str| p.servers.iter().position(|s| s.addr == addr).unwrap();
-        let (rb, ra) = (
-            Ring::new(before.clone(), Flavor::Libmemcached).unwrap(),
-            Ring::new(after.clone(), Flavor::Libmemcached).unwrap(),
-        );
-        // ketama and modulo, counted key by key with the public API
+        // ketama from libmemcached's answers, modulo and jump from md5, key by key
         let mut ketama_moves: HashMap<(usize, usize), u64> = HashMap::new();
         let (mut modulo_moved, mut jump_moved) = (0u64, 0u64);
         let mut ketama_before = vec![0u64; p.servers.len()];
-        for k in &ks {
-            let b = idx(&rb.server_for(k).unwrap().addr);
-            let a = idx(&ra.server_for(k).unwrap().addr);
+        for ((k, lb), la) in ks.iter().zip(&lmc_before).zip(&lmc_after) {
+            let b = idx(lb);
+            let a = idx(la);
             ketama_before[b] += 1;
             if a != b {
                 *ketama_moves.entry((b, a)).or_default() += 1;
             }
-            let d = memshard::hash::md5_words(k);
+            let d = md5_words(k);
             let mb = &before[(d[0] % before.len() as u32) as usize].addr;
             let ma = &after[(d[0] % after.len() as u32) as usize].addr;
             modulo_moved += u64::from(mb != ma);
@@ -87,6 +107,7 @@ fn plan_matches_an_independent_count() {
         for &(f, t, n) in &ketama.moves {
             got.insert((f, t), n);
         }
+        assert!(ketama_moves.len() > 1, "moves between several servers");
         assert_eq!(got, ketama_moves, "threads={threads}");
         assert_eq!(ketama.moved, ketama_moves.values().sum::<u64>());
         assert_eq!(ketama.keys_before, ketama_before);
@@ -97,9 +118,14 @@ fn plan_matches_an_independent_count() {
             .filter(|((f, t), _)| unchanged(*f) && unchanged(*t))
             .map(|(_, n)| n)
             .sum();
+        assert!(
+            non_mono > 0,
+            "libmemcached's weighted ketama is not monotone"
+        );
         assert_eq!(ketama.non_monotone, non_mono);
         assert_eq!(m(Method::Modulo).moved, modulo_moved);
         assert_eq!(m(Method::Jump).moved, jump_moved);
+        assert!(p.methods.len() >= 4, "{:?}", p.methods.len());
         for mp in &p.methods {
             assert_eq!(
                 mp.keys_before.iter().sum::<u64>(),
@@ -134,7 +160,7 @@ fn memshard_weighted_is_monotone_and_libmemcached_is_not() {
         rng % n
     };
     let ks = keys(5000);
-    let mut libmemcached_non_monotone = 0u64;
+    let (mut libmemcached_non_monotone, mut memshard_weighted_moved) = (0u64, 0u64);
     for round in 0..60 {
         let n = 2 + next(12) as usize;
         let list: Vec<Server> = (0..n)
@@ -166,18 +192,33 @@ fn memshard_weighted_is_monotone_and_libmemcached_is_not() {
             (Flavor::MemshardWeighted, true),
             (Flavor::Libmemcached, false),
         ] {
-            let (rb, ra) = (
-                Ring::new(list.clone(), flavor).unwrap(),
-                Ring::new(changed.clone(), flavor).unwrap(),
+            // libmemcached: the real one's answers; memshard-weighted: the ring (no peer has it)
+            let (owners_before, owners_after) = if flavor == Flavor::Libmemcached {
+                let Some(b) = common::libmemcached::route(&server_list(&list), &ks) else {
+                    return;
+                };
+                let a = common::libmemcached::route(&server_list(&changed), &ks).unwrap();
+                (b, a)
+            } else {
+                let owners = |servers: &[Server]| {
+                    let r = Ring::new(servers.to_vec(), flavor).unwrap();
+                    ks.iter()
+                        .map(|k| r.server_for(k).unwrap().addr.clone())
+                        .collect::<Vec<_>>()
+                };
+                (owners(&list), owners(&changed))
+            };
+            assert_eq!(
+                (owners_before.len(), owners_after.len()),
+                (ks.len(), ks.len())
             );
             let mut bad = 0u64;
-            for k in &ks {
-                let (b, a) = (
-                    &rb.server_for(k).unwrap().addr,
-                    &ra.server_for(k).unwrap().addr,
-                );
+            for (b, a) in owners_before.iter().zip(&owners_after) {
                 if b != a && *b != who && *a != who {
                     bad += 1;
+                }
+                if b != a && flavor == Flavor::MemshardWeighted {
+                    memshard_weighted_moved += 1;
                 }
             }
             if expect_monotone {
@@ -210,6 +251,10 @@ fn memshard_weighted_is_monotone_and_libmemcached_is_not() {
             assert_eq!(ketama.non_monotone, bad, "round {round} {flavor}");
         }
     }
+    println!(
+        "60 changes: memshard-weighted moved {memshard_weighted_moved} keys, none between unchanged servers; libmemcached moved {libmemcached_non_monotone} between unchanged servers"
+    );
+    assert!(memshard_weighted_moved > 0, "the changes moved keys");
     assert!(
         libmemcached_non_monotone > 0,
         "the contrast: weighted ketama moves keys between unchanged servers"
