@@ -333,7 +333,7 @@ fn wait_memcached(process: &mut Owned, addr: SocketAddr) -> Start {
         if let Some(status) = process.exited() {
             return Start::Exited(format!("memcached on {addr} exited ({status})"));
         }
-        // Another process may answer there; ours will then fail to bind and exit.
+        // Another process answering there is not ours: ours will fail to bind and exit.
         if stats_pid(addr) == Some(process.pid) {
             return Start::Ready;
         }
