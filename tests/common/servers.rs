@@ -281,7 +281,13 @@ impl Memcached {
                 .and_then(|(_, rest)| rest.split_whitespace().next())
                 .unwrap_or("");
             let reached = match sig {
-                "KILL" | "TERM" => state == "Z" || state.is_empty(),
+                // The leader turns zombie before its other threads have closed the listener:
+                // gone means refused too.
+                "KILL" | "TERM" => {
+                    (state == "Z" || state.is_empty())
+                        && TcpStream::connect_timeout(&self.sock(), Duration::from_millis(100))
+                            .is_err()
+                }
                 _ => (state == "T" || state == "t") == (sig == "STOP"),
             };
             if reached {
