@@ -7,13 +7,14 @@ use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::near::{NearCache, NearCacheConfig, NearCacheStats};
 use crate::observe;
-use crate::pool::Manager;
+use crate::pool::{Pool, PoolConfig, Pooled};
 use crate::proto::{self, Reply, Request, StoreCommand};
 use crate::ring::{Flavor, HashTag, Ring};
 use crate::servers::{Server, parse_server_list};
 use arc_swap::ArcSwap;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,9 @@ use std::time::{Duration, Instant};
 const GET_BATCH: usize = 100;
 /// Storage or delete commands written before their replies are read.
 const WRITE_BATCH: usize = 100;
+/// Threads (the caller's included) a multi-key write or a command to every server uses at
+/// most; the server groups are shared out among them.
+const FAN_OUT_THREADS: usize = 32;
 
 /// A value read from memcached.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -332,6 +336,7 @@ impl Builder {
             prefix: self.prefix,
             hash_with_prefix: self.hash_with_prefix,
             near: self.near.map(NearCache::new),
+            probes: Mutex::new(Probes::default()),
         });
         let members = ring.servers().iter().map(|s| inner.new_member(s)).collect();
         inner
@@ -374,9 +379,41 @@ struct PoolCfg {
 /// across [`Client::set_servers`] keeps its member (and so its pool and health).
 pub(crate) struct Member {
     pub(crate) server: Server,
-    pool: r2d2::Pool<Manager>,
+    pool: Pool,
     health: Health,
-    probing: AtomicBool,
+}
+
+/// Whether a request may be sent again, once, on a new connection after its pooled connection
+/// turned out to be stale ([`Conn::failed_stale`]: end of stream, reset or broken pipe before
+/// any byte of a reply, on a connection that sat idle in its pool).
+///
+/// A stale connection is one the server had closed (idle timeout, restart) before the request
+/// reached it, so the first attempt did nothing; memcached does not apply a request and then
+/// close the connection without replying. Still, only commands whose repetition cannot change
+/// the outcome are sent twice after their bytes may have reached the server:
+///
+/// - `Safe`: get, gets, gat, gats, touch, set, replace, delete, the multi-key get, set and
+///   delete, set with noreply, version, stats, flush_all, verbosity. Twice, they leave the
+///   same item. (Had the first attempt been applied, a repeated `delete` would answer
+///   `NotFound` and a repeated `set` would write its value once more, over any write another
+///   client made in between; both are possible only if the server applied a request and then
+///   closed without replying, which memcached does not do.)
+/// - `Never` (unless not one byte was written): add, append, prepend, cas, incr, decr. A
+///   second application would change the value again (`incr`, `append`, `prepend`) or report
+///   a false conflict (`add` → `NotStored`, `cas` → `Exists`). They fail with the connection's
+///   error, which does not count against the server; the caller decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resend {
+    Safe,
+    Never,
+}
+
+/// Down servers waiting for their probe, and whether the prober thread runs. One thread
+/// probes every down server of a client, whatever their number.
+#[derive(Default)]
+struct Probes {
+    members: Vec<Arc<Member>>,
+    running: bool,
 }
 
 /// What requests route with, replaced as a whole (by `set_servers` and by auto-eject): a
@@ -452,29 +489,22 @@ struct Inner {
     prefix: Vec<u8>,
     hash_with_prefix: bool,
     near: Option<NearCache>,
+    /// The down servers the prober thread watches.
+    probes: Mutex<Probes>,
 }
 
 impl Inner {
     fn new_member(&self, s: &Server) -> Arc<Member> {
-        let m = Manager::new(
-            &s.host,
-            s.port,
-            &s.addr,
-            self.conn_opts.clone(),
-            self.pool_cfg.ping,
-        );
-        let pool = r2d2::Pool::builder()
-            .max_size(self.pool_cfg.size)
-            .min_idle(self.pool_cfg.min_idle)
-            .connection_timeout(self.pool_cfg.checkout)
-            .test_on_check_out(self.pool_cfg.ping)
-            .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(m);
+        let cfg = PoolConfig {
+            size: self.pool_cfg.size,
+            min_idle: self.pool_cfg.min_idle.unwrap_or(0),
+            checkout_timeout: self.pool_cfg.checkout,
+            ping: self.pool_cfg.ping,
+        };
         Arc::new(Member {
             server: s.clone(),
-            pool,
+            pool: Pool::new(&s.host, s.port, &s.addr, self.conn_opts.clone(), cfg),
             health: Health::default(),
-            probing: AtomicBool::new(false),
         })
     }
 
@@ -490,9 +520,11 @@ impl Inner {
         };
         match t {
             Transition::WentDown => {
+                // its pooled connections may outlive the server process: never reuse them
+                m.pool.invalidate();
                 observe::ejected(&m.server.addr);
                 self.rebuild_routing();
-                self.spawn_prober(m);
+                self.watch_down(m);
             }
             Transition::CameBack => self.rebuild_routing(),
             Transition::None => {}
@@ -514,66 +546,85 @@ impl Inner {
         )));
     }
 
-    /// Probe a down server in the background each time its retry timeout passes, until it
-    /// answers `version`; then it is up again (and rejoins the ring with auto-eject).
-    fn spawn_prober(self: &Arc<Self>, m: &Arc<Member>) {
-        if m.probing.swap(true, Ordering::AcqRel) {
+    /// Have the prober thread probe `m` (just marked down) each time its retry timeout passes,
+    /// until it answers `version`; then it is up again (and rejoins the ring with auto-eject).
+    /// The thread is started by the first server to go down and ends when none is left down.
+    fn watch_down(self: &Arc<Self>, m: &Arc<Member>) {
+        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        if !probes.members.iter().any(|x| Arc::ptr_eq(x, m)) {
+            probes.members.push(m.clone());
+        }
+        if probes.running {
             return;
         }
         let weak: Weak<Inner> = Arc::downgrade(self);
-        let member = m.clone();
         let spawned = std::thread::Builder::new()
-            .name(format!("memshard-probe-{}", m.server.addr))
-            .spawn(move || prober(weak, member));
-        if spawned.is_err() {
-            m.probing.store(false, Ordering::Release);
+            .name("memshard-prober".into())
+            .spawn(move || prober(weak));
+        // without a thread, requests keep failing fast until a later failure tries again
+        probes.running = spawned.is_ok();
+        if !probes.running {
+            probes.members.clear();
         }
     }
 }
 
-fn prober(weak: Weak<Inner>, m: Arc<Member>) {
+/// The prober thread: probes each watched server whose retry timeout has passed, one after
+/// another, and sleeps until the next one is due (at most 100 ms).
+fn prober(weak: Weak<Inner>) {
     loop {
-        // Hold the client only while working, so dropping it ends this thread; a server
-        // removed by set_servers is not probed any longer.
+        // Hold the client only while working, so dropping it ends this thread.
         let Some(inner) = weak.upgrade() else { return };
-        if !inner.view.load().members.iter().any(|x| Arc::ptr_eq(x, &m)) {
-            m.probing.store(false, Ordering::Release);
-            return;
-        }
-        match m.health.availability(inner.epoch, Instant::now()) {
-            Availability::Up => {
-                m.probing.store(false, Ordering::Release);
-                return;
-            }
-            Availability::Down(wait) => {
-                drop(inner);
-                std::thread::sleep(wait.min(Duration::from_millis(100)));
-            }
-            Availability::Probe => {
-                let s = &m.server;
-                observe::retried(&s.addr);
-                let answered =
-                    Conn::connect(&s.host, s.port, &s.addr, &inner.conn_opts).and_then(|mut c| {
-                        c.send_requests([Request::Version])?;
-                        match c.read_reply()? {
-                            Reply::Version(_) => Ok(()),
-                            other => Err(c.unexpected(&other, "version")),
-                        }
-                    });
-                match answered {
-                    Ok(()) => {
+        let watched = inner
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .members
+            .clone();
+        let mut wait = Duration::from_millis(100);
+        for m in &watched {
+            match m.health.availability(inner.epoch, Instant::now()) {
+                Availability::Up => {}
+                Availability::Down(left) => wait = wait.min(left),
+                Availability::Probe => {
+                    let s = &m.server;
+                    observe::retried(&s.addr);
+                    let answered = Conn::connect(&s.host, s.port, &s.addr, &inner.conn_opts)
+                        .and_then(|mut c| {
+                            c.send_requests([Request::Version])?;
+                            match c.read_reply()? {
+                                Reply::Version(_) => Ok(()),
+                                other => Err(c.unexpected(&other, "version")),
+                            }
+                        });
+                    if answered.is_ok() {
                         if m.health.success() == Transition::CameBack {
                             inner.rebuild_routing();
                         }
-                        m.probing.store(false, Ordering::Release);
-                        return;
-                    }
-                    Err(_) => {
+                    } else {
                         m.health.failure(&inner.policy, inner.epoch, Instant::now());
+                        wait = wait.min(inner.policy.retry_timeout);
                     }
                 }
             }
         }
+        {
+            // Under the lock: a server that goes down again after this check is pushed again
+            // by `watch_down`, which takes the same lock. A server removed by set_servers is
+            // not probed any longer.
+            let mut probes = inner.probes.lock().unwrap_or_else(|p| p.into_inner());
+            let view = inner.view.load();
+            let configured: HashSet<*const Member> = view.members.iter().map(Arc::as_ptr).collect();
+            probes
+                .members
+                .retain(|m| m.health.is_down() && configured.contains(&Arc::as_ptr(m)));
+            if probes.members.is_empty() {
+                probes.running = false;
+                return;
+            }
+        }
+        drop(inner);
+        std::thread::sleep(wait.max(Duration::from_millis(1)));
     }
 }
 
@@ -611,6 +662,24 @@ fn check_store(reply: Reply, conn: &mut Conn, what: &str) -> Result<StoreOutcome
         Reply::Exists => Ok(StoreOutcome::Exists),
         Reply::NotFound => Ok(StoreOutcome::NotFound),
         other => Err(reply_error(other, conn, what)),
+    }
+}
+
+/// The error of a request that met a stale connection and was not sent again ([`Resend`]).
+fn not_resent(e: Error) -> Error {
+    match e {
+        Error::Io {
+            server,
+            kind,
+            message,
+        } => Error::Io {
+            server,
+            kind,
+            message: format!(
+                "{message}; the pooled connection had been closed by the server, and the request was not sent again on a new one because repeating it is not harmless: it was most likely not applied, but check before repeating it"
+            ),
+        },
+        e => e,
     }
 }
 
@@ -763,52 +832,78 @@ impl Client {
         Ok(())
     }
 
-    /// A connection to `m`, unless it is marked down.
-    fn conn(&self, m: &Member) -> Result<r2d2::PooledConnection<Manager>> {
-        let inner = &self.inner;
-        match m.health.availability(inner.epoch, Instant::now()) {
-            Availability::Up => {}
-            Availability::Down(wait) => {
-                return Err(Error::ServerDown {
-                    server: m.server.addr.clone(),
-                    retry_in_ms: wait.as_millis(),
-                });
-            }
-            Availability::Probe => {
-                return Err(Error::ServerDown {
-                    server: m.server.addr.clone(),
-                    retry_in_ms: 0,
-                });
-            }
-        }
-        let waited = Instant::now();
-        let got = m.pool.get();
-        observe::pool_wait(&m.server.addr, waited.elapsed());
-        got.map_err(|e| {
-            let message = e.to_string();
-            // r2d2 reports the last connect error after the timeout; without one, every
-            // connection was simply busy.
-            let exhausted = !message.contains(": ");
-            Error::Pool {
+    /// `Err(ServerDown)` while `m` is marked down.
+    fn available(&self, m: &Member) -> Result<()> {
+        match m.health.availability(self.inner.epoch, Instant::now()) {
+            Availability::Up => Ok(()),
+            Availability::Down(wait) => Err(Error::ServerDown {
                 server: m.server.addr.clone(),
-                message,
-                exhausted,
-            }
-        })
+                retry_in_ms: wait.as_millis(),
+            }),
+            Availability::Probe => Err(Error::ServerDown {
+                server: m.server.addr.clone(),
+                retry_in_ms: 0,
+            }),
+        }
     }
 
-    /// Run `f` on a connection to `m` and count the outcome for its health.
+    /// A connection to `m`, unless it is marked down: a pooled one that passes its idle check,
+    /// else a new one; `new`: always a new one (the retry after a stale connection). A connect
+    /// error comes back at once; [`Error::Pool`] `exhausted` after the checkout timeout when
+    /// all `pool_size` connections stay in use.
+    fn checkout<'m>(&self, m: &'m Member, new: bool) -> Result<Pooled<'m>> {
+        self.available(m)?;
+        let waited = Instant::now();
+        let got = if new { m.pool.get_new() } else { m.pool.get() };
+        observe::pool_wait(&m.server.addr, waited.elapsed());
+        got
+    }
+
+    /// One exchange `f` with `m` on a pooled connection, and, if that failed only because the
+    /// connection was stale ([`Conn::failed_stale`]), once more on a new connection when
+    /// `resend` allows (see [`Resend`]). Returns the result and whether it tells anything
+    /// about the server: false for a stale connection's failure of a request not sent again
+    /// (nothing is known about the server then; the next request's new connection finds out).
+    fn exchange<T>(
+        &self,
+        m: &Member,
+        resend: Resend,
+        mut f: impl FnMut(&mut Conn) -> Result<T>,
+    ) -> (Result<T>, bool) {
+        let mut once = |conn: &mut Conn| f(conn).and_then(|v| conn.end_exchange().map(|()| v));
+        let mut conn = match self.checkout(m, false) {
+            Ok(c) => c,
+            Err(e) => return (Err(e), true),
+        };
+        let r = once(&mut conn);
+        let Err(e) = r else { return (r, true) };
+        if !conn.failed_stale() {
+            return (Err(e), true);
+        }
+        let again = resend == Resend::Safe || !conn.sent_any();
+        drop(conn);
+        if !again {
+            return (Err(not_resent(e)), false);
+        }
+        (self.checkout(m, true).and_then(|mut c| once(&mut c)), true)
+    }
+
+    /// Run `f` on a connection to `m` (see [`Client::exchange`]) and count the outcome for
+    /// its health.
     fn on_server<T>(
         &self,
         m: &Arc<Member>,
         command: &'static str,
-        f: impl FnOnce(&mut Conn) -> Result<T>,
+        resend: Resend,
+        f: impl FnMut(&mut Conn) -> Result<T>,
     ) -> Result<T> {
         let _span = observe::span(command, &m.server.addr);
         let started = Instant::now();
-        let r = self.conn(m).and_then(|mut c| f(&mut c));
+        let (r, counts) = self.exchange(m, resend, f);
         observe::request(&m.server.addr, command, started.elapsed(), r.as_ref().err());
-        self.inner.observe(m, r.as_ref().err());
+        if counts {
+            self.inner.observe(m, r.as_ref().err());
+        }
         r
     }
 
@@ -866,7 +961,7 @@ impl Client {
             (Some(_), false) => "gat",
             (Some(_), true) => "gats",
         };
-        let r = self.on_server(server, command, |conn| {
+        let r = self.on_server(server, command, Resend::Safe, |conn| {
             let keys = [wire];
             let req = match touch {
                 None => Request::Get { keys: &keys, cas },
@@ -966,7 +1061,15 @@ impl Client {
         flags: u32,
         exptime: u32,
     ) -> Result<StoreOutcome> {
-        self.on_server(server, cmd.verb(), |conn| {
+        // set and replace leave the same item when repeated; the others do not (see Resend)
+        let resend = match cmd {
+            StoreCommand::Set | StoreCommand::Replace => Resend::Safe,
+            StoreCommand::Add
+            | StoreCommand::Append
+            | StoreCommand::Prepend
+            | StoreCommand::Cas(_) => Resend::Never,
+        };
+        self.on_server(server, cmd.verb(), resend, |conn| {
             conn.send_requests([Request::Store {
                 cmd,
                 key: wire,
@@ -1070,7 +1173,7 @@ impl Client {
 
     /// `delete` of `wire` on `server`.
     pub(crate) fn delete_on(&self, server: &Arc<Member>, wire: &[u8]) -> Result<DeleteOutcome> {
-        self.on_server(server, "delete", |conn| {
+        self.on_server(server, "delete", Resend::Safe, |conn| {
             conn.send_requests([Request::Delete {
                 key: wire,
                 noreply: false,
@@ -1085,7 +1188,8 @@ impl Client {
 
     fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
         let r = self.route(key)?;
-        let res = self.on_server(&r.member, if incr { "incr" } else { "decr" }, |conn| {
+        let verb = if incr { "incr" } else { "decr" };
+        let res = self.on_server(&r.member, verb, Resend::Never, |conn| {
             conn.send_requests([Request::Arith {
                 incr,
                 key: &r.wire,
@@ -1115,7 +1219,7 @@ impl Client {
     /// `touch`: set a new expiry.
     pub fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
         let r = self.route(key.as_ref())?;
-        self.on_server(&r.member, "touch", |conn| {
+        self.on_server(&r.member, "touch", Resend::Safe, |conn| {
             conn.send_requests([Request::Touch {
                 key: &r.wire,
                 exptime,
@@ -1129,28 +1233,32 @@ impl Client {
         })
     }
 
-    /// Run `f` for each server group, in parallel across servers (the first group on this
-    /// thread), and collect `(input index, result)` pairs.
+    /// Run `f` for each server group, in parallel across servers, and collect `(input index,
+    /// result)` pairs. At most [`FAN_OUT_THREADS`] threads (this one included) take the groups
+    /// in turn: a thread per server would be thousands of threads for thousands of servers.
     fn fan_out<T: Send>(
         &self,
         groups: Groups,
         f: impl Fn(&Arc<Member>, &[usize]) -> Vec<(usize, T)> + Sync,
     ) -> Vec<(usize, T)> {
-        let mut groups = groups.into_iter();
-        let Some((first_server, first_idx)) = groups.next() else {
-            return Vec::new();
-        };
-        let rest: Vec<_> = groups.collect();
-        if rest.is_empty() {
-            return f(&first_server, &first_idx);
+        match groups.as_slice() {
+            [] => return Vec::new(),
+            [(server, idx)] => return f(server, idx),
+            _ => {}
         }
-        let f = &f;
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut out = Vec::new();
+            while let Some((server, idx)) = groups.get(next.fetch_add(1, Ordering::Relaxed)) {
+                out.extend(f(server, idx));
+            }
+            out
+        };
+        let work = &work;
+        let helpers = groups.len().min(FAN_OUT_THREADS) - 1;
         let joined = crossbeam_utils::thread::scope(|s| {
-            let handles: Vec<_> = rest
-                .iter()
-                .map(|(srv, idx)| s.spawn(move |_| f(srv, idx)))
-                .collect();
-            let mut out = f(&first_server, &first_idx);
+            let handles: Vec<_> = (0..helpers).map(|_| s.spawn(move |_| work())).collect();
+            let mut out = work();
             for h in handles {
                 match h.join() {
                     Ok(v) => out.extend(v),
@@ -1271,48 +1379,61 @@ impl Client {
         // server by server. The servers work in parallel while we read; no thread is spawned
         // (spawning one per server cost more than the whole exchange on loopback).
         let started = Instant::now();
-        let sent: Vec<_> = groups
-            .into_iter()
-            .map(|(server, idx)| {
-                let wire: Vec<&[u8]> = idx
-                    .iter()
+        let wires: Vec<Vec<&[u8]>> = groups
+            .iter()
+            .map(|(_, idx)| {
+                idx.iter()
                     .map(|&i| routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
-                    .collect();
-                let conn = self.conn(&server).and_then(|mut c| {
-                    c.send_requests(
-                        wire.chunks(GET_BATCH)
-                            .map(|keys| Request::Get { keys, cas: false }),
-                    )?;
-                    Ok(c)
-                });
-                (server, idx, wire, conn)
+                    .collect()
             })
             .collect();
-        for (server, idx, wire, conn) in sent {
+        let send = |c: &mut Conn, wire: &[&[u8]]| {
+            c.send_requests(
+                wire.chunks(GET_BATCH)
+                    .map(|keys| Request::Get { keys, cas: false }),
+            )
+        };
+        let sent: Vec<_> = groups
+            .iter()
+            .zip(&wires)
+            .map(|((server, _), wire)| {
+                self.checkout(server, false).map(|mut c| {
+                    let wrote = send(&mut c, wire);
+                    (c, wrote)
+                })
+            })
+            .collect();
+        for (((server, idx), wire), sent) in groups.iter().zip(&wires).zip(sent) {
             let mut hits: Vec<Option<Item>> = vec![None; idx.len()];
-            let r = conn.map_err(|e| (0, e)).and_then(|mut conn| {
-                let chunks = wire.len().div_ceil(GET_BATCH);
-                for (ci, chunk) in wire.chunks(GET_BATCH).enumerate() {
-                    let base = ci * GET_BATCH;
-                    if let Err(e) =
-                        Self::read_hits(&mut conn, chunk, |j, item| hits[base + j] = Some(item))
-                    {
-                        // the replies to the later batches are still on the wire: never reuse
-                        if ci + 1 < chunks {
-                            conn.mark_broken();
-                        }
-                        return Err((base, e));
+            let r = match sent {
+                Err(e) => Err((0, e)),
+                Ok((mut conn, wrote)) => {
+                    let r = wrote
+                        .map_err(|e| (0, e))
+                        .and_then(|()| Self::read_batches(&mut conn, wire, &mut hits));
+                    if r.is_err() && conn.failed_stale() {
+                        // the pooled connection was stale (gets are safe to repeat): once more
+                        // on a new connection
+                        drop(conn);
+                        hits.iter_mut().for_each(|h| *h = None);
+                        self.checkout(server, true)
+                            .map_err(|e| (0, e))
+                            .and_then(|mut c| {
+                                send(&mut c, wire).map_err(|e| (0, e))?;
+                                Self::read_batches(&mut c, wire, &mut hits)
+                            })
+                    } else {
+                        r
                     }
                 }
-                Ok(())
-            });
+            };
             let err = r.as_ref().err().map(|(_, e)| e);
             observe::request(&server.server.addr, "get_multi", started.elapsed(), err);
             if err.is_none() {
                 let found = hits.iter().filter(|h| h.is_some()).count() as u64;
                 observe::hits(&server.server.addr, found, idx.len() as u64 - found);
             }
-            self.inner.observe(&server, err);
+            self.inner.observe(server, err);
             let failed_from = r.as_ref().err().map_or(idx.len(), |(from, _)| *from);
             for (j, (&i, hit)) in idx.iter().zip(hits).enumerate() {
                 out[i] = Some(match &r {
@@ -1324,7 +1445,30 @@ impl Client {
         out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
 
+    /// Read the replies to the get batches of `wire` into `hits`. On an error, the index of
+    /// the first key without a result: bytes left after the last reply fail every key (a stray
+    /// reply among them may have been taken for one).
+    fn read_batches(
+        conn: &mut Conn,
+        wire: &[&[u8]],
+        hits: &mut [Option<Item>],
+    ) -> Result<(), (usize, Error)> {
+        let chunks = wire.len().div_ceil(GET_BATCH);
+        for (ci, chunk) in wire.chunks(GET_BATCH).enumerate() {
+            let base = ci * GET_BATCH;
+            if let Err(e) = Self::read_hits(conn, chunk, |j, item| hits[base + j] = Some(item)) {
+                // the replies to the later batches are still on the wire: never reuse
+                if ci + 1 < chunks {
+                    conn.mark_broken();
+                }
+                return Err((base, e));
+            }
+        }
+        conn.end_exchange().map_err(|e| (0, e))
+    }
+
     /// Pipelined writes per server: `make` gives each key's request, `parse` reads its reply.
+    /// Only commands that are safe to repeat (see [`Resend`]) come here.
     fn write_multi<'r, 'a: 'r, T: Send>(
         &self,
         command: &'static str,
@@ -1335,44 +1479,48 @@ impl Client {
     ) -> Vec<(usize, Result<T>)> {
         self.fan_out(groups, |server, idx| {
             let started = Instant::now();
-            let mut res: Vec<(usize, Option<Result<T>>)> = idx.iter().map(|&i| (i, None)).collect();
-            let run =
-                |res: &mut Vec<(usize, Option<Result<T>>)>| -> Result<()> {
-                    let mut conn = self.conn(server)?;
-                    for (bi, batch) in idx.chunks(WRITE_BATCH).enumerate() {
-                        conn.send_requests(batch.iter().map(|&i| {
-                            make(i, routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]))
-                        }))?;
-                        for j in 0..batch.len() {
-                            let reply = conn.read_reply()?;
-                            let r = parse(reply, &mut conn);
-                            let broken = conn.is_broken();
-                            res[bi * WRITE_BATCH + j].1 = Some(r);
-                            if broken {
-                                return Err(Error::protocol(
-                                    conn.server(),
-                                    "connection dropped after an unexpected reply",
-                                ));
-                            }
+            let mut res: Vec<Option<Result<T>>> = idx.iter().map(|_| None).collect();
+            let wire = |i: usize| routed[i].as_ref().map_or(&b""[..], |r| &r.wire[..]);
+            let (r, counts) = self.exchange(server, Resend::Safe, |conn| {
+                res.iter_mut().for_each(|r| *r = None);
+                for (bi, batch) in idx.chunks(WRITE_BATCH).enumerate() {
+                    conn.send_requests(batch.iter().map(|&i| make(i, wire(i))))?;
+                    for j in 0..batch.len() {
+                        let reply = conn.read_reply()?;
+                        let r = parse(reply, conn);
+                        let broken = conn.is_broken();
+                        res[bi * WRITE_BATCH + j] = Some(r);
+                        if broken {
+                            return Err(Error::protocol(
+                                conn.server(),
+                                "connection dropped after an unexpected reply",
+                            ));
                         }
                     }
-                    Ok(())
-                };
-            let r = run(&mut res);
+                }
+                // bytes after the last reply: a stray reply may have been taken for one of
+                // ours, so none of the results can be trusted
+                conn.end_exchange().inspect_err(|e| {
+                    res.iter_mut().for_each(|r| *r = Some(Err(e.clone())));
+                })
+            });
             observe::request(
                 &server.server.addr,
                 command,
                 started.elapsed(),
                 r.as_ref().err(),
             );
-            self.inner.observe(server, r.as_ref().err());
+            if counts {
+                self.inner.observe(server, r.as_ref().err());
+            }
             if let Err(e) = r {
-                for r in res.iter_mut().filter(|r| r.1.is_none()) {
-                    r.1 = Some(Err(e.clone()));
+                for r in res.iter_mut().filter(|r| r.is_none()) {
+                    *r = Some(Err(e.clone()));
                 }
             }
-            res.into_iter()
-                .map(|(i, r)| {
+            idx.iter()
+                .zip(res)
+                .map(|(&i, r)| {
                     (
                         i,
                         r.unwrap_or_else(|| Err(Error::Config("no result".into()))),
@@ -1471,8 +1619,8 @@ impl Client {
         }
         groups.retain(|(_, idx)| !idx.is_empty());
         let results = self.fan_out(groups, |server, idx| {
-            let run = || -> Result<()> {
-                let mut conn = self.conn(server)?;
+            // noreply sets are as safe to repeat as sets (see Resend)
+            let (r, counts) = self.exchange(server, Resend::Safe, |conn| {
                 let mut errors = Vec::new();
                 for batch in idx.chunks(WRITE_BATCH) {
                     let reqs = batch.iter().map(|&i| Request::Store {
@@ -1507,9 +1655,10 @@ impl Client {
                         ),
                     })
                 }
-            };
-            let r = run();
-            self.inner.observe(server, r.as_ref().err());
+            });
+            if counts {
+                self.inner.observe(server, r.as_ref().err());
+            }
             idx.iter().map(|&i| (i, r.clone())).collect()
         });
         for (i, r) in results {
@@ -1535,7 +1684,7 @@ impl Client {
             .map(|(i, m)| (m.clone(), vec![i]))
             .collect();
         let mut res = self.fan_out(groups, |m, idx| {
-            vec![(idx[0], self.on_server(m, command, &f))]
+            vec![(idx[0], self.on_server(m, command, Resend::Safe, &f))]
         });
         res.sort_by_key(|(i, _)| *i);
         res.into_iter()

@@ -3,11 +3,21 @@
 //! Any error or timeout in the middle of an exchange leaves the stream out of step with the
 //! requests (a late reply would be read by the next caller), so the connection marks itself
 //! broken and the pool never hands it out again.
+//!
+//! A connection that sat idle in its pool may have been closed by the server meanwhile
+//! (memcached `-o idle_timeout`, a restart), or the server may have sent bytes nobody asked
+//! for. [`Conn::idle_check`] finds both before a request is written, without a round trip (one
+//! non-blocking `recv`). A reused connection that fails the way a closed connection fails (end
+//! of stream, reset, broken pipe) before any byte of a reply reports [`Conn::failed_stale`], so
+//! the client can tell a stale connection from a failing server; [`Conn::sent_any`] says
+//! whether any byte of the request may have reached the server. Bytes left over after the last
+//! reply of an exchange fail it ([`Conn::end_exchange`]): which bytes answered cannot be told.
 
 use crate::error::{Error, Result};
 use crate::proto::{Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -59,12 +69,45 @@ impl Stream {
             Stream::Unix(s) => s.read(buf),
         }
     }
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write_all(buf),
-            Stream::Unix(s) => s.write_all(buf),
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
         }
     }
+    /// Copies the bytes waiting to be read into `buf` without consuming them and without
+    /// waiting: `Ok(0)` when the peer has closed, `WouldBlock` when nothing is waiting.
+    fn peek_now(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        };
+        // SAFETY: `fd` is the open socket `self` owns, borrowed for the whole call; `buf` is
+        // valid for writes of `buf.len()` bytes and recv(2) writes at most that many. Why not the
+        // safe way (set_nonblocking(true), read, set_nonblocking(false)): that is three syscalls
+        // per checkout, measured at ~1.5 µs against ~0.6 µs for this one recv on loopback, next
+        // to a get of ~40 µs.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+    }
+}
+
+/// The error for bytes found waiting on a connection when no reply was due.
+fn unasked(server: &str, bytes: &[u8], when: &str) -> Error {
+    Error::protocol(
+        server,
+        format!(
+            "the server sent {:?} unasked {when}; the connection was dropped so that they are never read as a reply",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(64)])
+        ),
+    )
 }
 
 /// A connection to one memcached server.
@@ -80,6 +123,13 @@ pub struct Conn {
     wbuf: Vec<u8>,
     broken: bool,
     read_timeout_set: Duration,
+    /// Checked out after sitting idle in its pool, and no byte received since: a failure that
+    /// looks like a closed connection is taken for a stale one (see [`Conn::failed_stale`]).
+    suspect: bool,
+    /// The exchange failed the way a connection the server had closed fails.
+    stale: bool,
+    /// Some byte of a request left this connection during the current exchange.
+    sent: bool,
 }
 
 impl std::fmt::Debug for Conn {
@@ -149,6 +199,9 @@ impl Conn {
             wbuf: Vec::with_capacity(256),
             broken: false,
             read_timeout_set: opts.read_timeout,
+            suspect: false,
+            stale: false,
+            sent: false,
         })
     }
 
@@ -172,8 +225,104 @@ impl Conn {
         &self.opts
     }
 
+    /// A new exchange starts on this connection; `reused`: it sat idle in its pool since its
+    /// last exchange (a new connection is not reused).
+    pub(crate) fn begin(&mut self, reused: bool) {
+        self.suspect = reused;
+        self.stale = false;
+        self.sent = false;
+    }
+
+    /// The exchange failed the way a connection the server had already closed fails: end of
+    /// stream, reset or broken pipe, on a reused connection, before any byte of a reply. Such a
+    /// failure says nothing against the server (nor for it: the server may have died too, which
+    /// a new connection finds out).
+    pub fn failed_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Whether any byte of a request of the current exchange was written (and so may have
+    /// reached the server).
+    pub fn sent_any(&self) -> bool {
+        self.sent
+    }
+
+    /// Whether the connection can carry a request after sitting idle, found without a round
+    /// trip: one non-blocking `recv` (peek). A connection the server has closed (end of stream,
+    /// reset), or on which bytes nobody asked for are waiting, in the socket or in the read
+    /// buffer (a stray `END`, `STORED` or `VALUE` block that would otherwise be read as the next
+    /// request's reply), fails and is marked broken.
+    pub fn idle_check(&mut self) -> Result<()> {
+        if self.broken {
+            return Err(Error::protocol(&self.server, "connection is broken"));
+        }
+        if self.start != self.end {
+            self.broken = true;
+            return Err(unasked(
+                &self.server,
+                &self.buf[self.start..self.end],
+                "after the last reply",
+            ));
+        }
+        let mut waiting = [0u8; 64];
+        let peeked = loop {
+            match self.stream.peek_now(&mut waiting) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        let e = match peeked {
+            // nothing waiting: open and in step
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Ok(0) => Error::Io {
+                server: self.server.clone(),
+                kind: io::ErrorKind::UnexpectedEof,
+                message: "the server closed the connection while it was idle in the pool".into(),
+            },
+            Ok(n) => unasked(
+                &self.server,
+                &waiting[..n.min(waiting.len())],
+                "while the connection was idle",
+            ),
+            Err(e) => Error::io(&self.server, &e, "idle check", 0),
+        };
+        self.broken = true;
+        Err(e)
+    }
+
+    /// Bytes still unread in the buffer.
+    pub(crate) fn has_unread(&self) -> bool {
+        self.start != self.end
+    }
+
+    /// The exchange is over: bytes left after its last reply were sent unasked, and which of
+    /// the bytes answered the request can no longer be told (a stray reply may have come
+    /// first): a Protocol error, and the connection is dropped.
+    pub fn end_exchange(&mut self) -> Result<()> {
+        if self.start == self.end {
+            return Ok(());
+        }
+        let e = unasked(
+            &self.server,
+            &self.buf[self.start..self.end],
+            "with or after the reply",
+        );
+        Err(self.fail(e))
+    }
+
     fn fail(&mut self, e: Error) -> Error {
         self.broken = true;
+        self.stale = self.suspect
+            && matches!(
+                &e,
+                Error::Io { kind, .. } if matches!(
+                    kind,
+                    io::ErrorKind::UnexpectedEof
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::BrokenPipe
+                )
+            );
         match e {
             Error::Protocol { server, detail } if server.is_empty() => Error::Protocol {
                 server: self.server.clone(),
@@ -200,10 +349,22 @@ impl Conn {
             self.buf = vec![0; READ_CHUNK];
         }
         let millis = self.opts.write_timeout.as_millis();
-        self.stream
-            .write_all(bytes)
-            .map_err(|e| Error::io(&self.server, &e, "write", millis))
-            .map_err(|e| self.fail(e))
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            match self.stream.write(rest) {
+                Ok(0) => {
+                    let e = io::Error::from(io::ErrorKind::WriteZero);
+                    return Err(self.fail(Error::io(&self.server, &e, "write", millis)));
+                }
+                Ok(n) => {
+                    self.sent = true;
+                    rest = rest.get(n..).unwrap_or_default();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.fail(Error::io(&self.server, &e, "write", millis))),
+            }
+        }
+        Ok(())
     }
 
     /// Encode requests into the connection's own buffer and send them in one write.
@@ -272,6 +433,8 @@ impl Conn {
             }
             Ok(n) => {
                 self.end += n;
+                // the server answered on this connection: it was not stale
+                self.suspect = false;
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),

@@ -54,9 +54,9 @@
 //! # Layers
 //!
 //! [`ring`] (flavour → continuum → server index) → [`client`] (group by server) → [`pool`]
-//! (r2d2, one per server) → [`conn`] (socket, buffer, timeouts) → [`proto`] (pure functions
-//! over bytes). Keys are validated before anything is sent; a connection that saw an error
-//! mid-exchange is never reused.
+//! (one per server, no threads) → [`conn`] (socket, buffer, timeouts) → [`proto`] (pure
+//! functions over bytes). Keys are validated before anything is sent; a connection that saw an
+//! error mid-exchange is never reused, and a pooled one is checked before reuse.
 
 #[cfg(feature = "async")]
 pub mod aio;
