@@ -16,6 +16,45 @@ pub struct Spec {
     pub verify: bool,
     /// Part of every key, so that runs (and their checks) never see each other's values.
     pub run_id: String,
+    /// With `seconds`: report the operations that start in the last this-many seconds
+    /// separately, per home server (the server the full ring gives the key), so that a run
+    /// that lived through faults shows it recovered in the same process.
+    pub recover_window: Option<f64>,
+}
+
+/// What a run saw, for the exit status.
+pub struct Outcome {
+    /// Values read that this run never wrote for that key (or no longer could be there).
+    pub wrong: u64,
+    /// Errors in the recover window, when one was asked for.
+    pub window_errors: Option<u64>,
+}
+
+/// Operations of one home server within the recover window.
+#[derive(Default, Clone)]
+struct WindowStats {
+    ops: u64,
+    gets: u64,
+    hits: u64,
+    sets: u64,
+    checked: u64,
+    wrong: u64,
+    /// By error kind.
+    errors: BTreeMap<String, u64>,
+}
+
+impl WindowStats {
+    fn add(&mut self, o: &WindowStats) {
+        self.ops += o.ops;
+        self.gets += o.gets;
+        self.hits += o.hits;
+        self.sets += o.sets;
+        self.checked += o.checked;
+        self.wrong += o.wrong;
+        for (k, n) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += n;
+        }
+    }
 }
 
 /// What one thread saw.
@@ -29,6 +68,8 @@ struct ThreadReport {
     checked: u64,
     errors: BTreeMap<(String, String), u64>,
     latency: Option<Histogram<u64>>,
+    /// Per home server (index in the ring's server list), with a recover window.
+    window: Vec<WindowStats>,
 }
 
 fn error_kind(e: &Error) -> (&'static str, Option<&str>) {
@@ -99,6 +140,13 @@ fn worker(
     let mut unknown: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut version = 0u64;
     let get_cut = (spec.get_ratio.clamp(0.0, 1.0) * u32::MAX as f64) as u64;
+    let ring = client.ring();
+    let window_from = deadline
+        .zip(spec.recover_window)
+        .map(|(d, w)| d.checked_sub(Duration::from_secs_f64(w)).unwrap_or(d));
+    if window_from.is_some() {
+        r.window = vec![WindowStats::default(); ring.servers().len()];
+    }
     loop {
         if r.ops >= quota || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
@@ -109,13 +157,18 @@ fn worker(
         }
         let key = format!("memshard-bench:{}:{k}", spec.run_id);
         let start = Instant::now();
-        let res: Result<(), Error> = if (rng.next() & 0xffff_ffff) < get_cut {
+        // what this operation was, for the recover window
+        let (mut hit, mut checked, mut wrong) = (false, false, false);
+        let is_get = (rng.next() & 0xffff_ffff) < get_cut;
+        let res: Result<(), Error> = if is_get {
             r.gets += 1;
             client.get(&key).map(|item| {
                 let Some(item) = item else { return };
                 r.hits += 1;
+                hit = true;
                 if spec.verify {
                     r.checked += 1;
+                    checked = true;
                     let ok = parse_value(&item.value).is_some_and(|(vk, ver)| {
                         vk == key
                             && (last_ok.get(&k) == Some(&ver)
@@ -123,6 +176,7 @@ fn worker(
                     });
                     if !ok {
                         r.wrong += 1;
+                        wrong = true;
                         eprintln!(
                             "wrong value for {key}: {:?}",
                             String::from_utf8_lossy(&item.value[..item.value.len().min(80)])
@@ -150,6 +204,24 @@ fn worker(
         if let Some(h) = r.latency.as_mut() {
             let _ = h.record(micros.max(1));
         }
+        if let Some(w) = window_from
+            .filter(|&from| start >= from)
+            .and_then(|_| ring.route(key.as_bytes()))
+            .and_then(|i| r.window.get_mut(i))
+        {
+            w.ops += 1;
+            if is_get {
+                w.gets += 1;
+            } else {
+                w.sets += 1;
+            }
+            w.hits += u64::from(hit);
+            w.checked += u64::from(checked);
+            w.wrong += u64::from(wrong);
+            if let Err(e) = &res {
+                *w.errors.entry(error_kind(e).0.to_string()).or_default() += 1;
+            }
+        }
         if let Err(e) = res {
             let (kind, server) = error_kind(&e);
             *r.errors
@@ -161,8 +233,8 @@ fn worker(
     r
 }
 
-/// Run the load and print the report; returns the number of wrong values.
-pub fn run(client: &Client, spec: &Spec) -> u64 {
+/// Run the load and print the report.
+pub fn run(client: &Client, spec: &Spec) -> Outcome {
     let threads = spec.threads.max(1);
     let ops = spec.ops.unwrap_or(if spec.seconds.is_some() {
         u64::MAX
@@ -203,7 +275,11 @@ pub fn run(client: &Client, spec: &Spec) -> u64 {
         latency: Histogram::new_with_bounds(1, 60_000_000, 3).ok(),
         ..ThreadReport::default()
     };
+    let mut window = vec![WindowStats::default(); client.ring().servers().len()];
     for r in reports {
+        for (w, rw) in window.iter_mut().zip(&r.window) {
+            w.add(rw);
+        }
         total.ops += r.ops;
         total.gets += r.gets;
         total.hits += r.hits;
@@ -243,7 +319,34 @@ pub fn run(client: &Client, spec: &Spec) -> u64 {
         println!("values checked: {}", total.checked);
         println!("wrong values: {}", total.wrong);
     }
-    total.wrong
+    let window_errors = spec
+        .recover_window
+        .filter(|_| spec.seconds.is_some())
+        .map(|secs| report_window(client, secs, &window));
+    Outcome {
+        wrong: total.wrong,
+        window_errors,
+    }
+}
+
+/// Print the recover window, one line per server (by the full ring); returns its errors.
+fn report_window(client: &Client, secs: f64, window: &[WindowStats]) -> u64 {
+    println!("recover window: operations started in the last {secs} s, by home server");
+    let ring = client.ring();
+    let (mut errors, mut wrong) = (0, 0);
+    for (server, w) in ring.servers().iter().zip(window) {
+        let n: u64 = w.errors.values().sum();
+        let kinds: String = w.errors.iter().map(|(k, n)| format!(" {k}={n}")).collect();
+        println!(
+            "  window {}: ops={} gets={} hits={} sets={} checked={} wrong={} errors={n}{kinds}",
+            server.addr, w.ops, w.gets, w.hits, w.sets, w.checked, w.wrong,
+        );
+        errors += n;
+        wrong += w.wrong;
+    }
+    println!("recover window errors: {errors}");
+    println!("recover window wrong values: {wrong}");
+    errors
 }
 
 /// `--route-only`: ns per route for keys `user:<i>`, no network.

@@ -134,6 +134,11 @@ struct BenchArgs {
     /// Check every value read against what this run wrote for that key.
     #[arg(long)]
     verify: bool,
+    /// With --seconds: also report, per server, the operations that start in the last S
+    /// seconds (ops, hits, values checked, wrong values, errors by kind), and exit 1 when
+    /// that window saw any error. Shows a run recovered from faults in the same process.
+    #[arg(long, value_name = "S", requires = "seconds", value_parser = parse_seconds)]
+    recover_window: Option<f64>,
     /// Only time routing (ns per key), no network.
     #[arg(long)]
     route_only: bool,
@@ -660,6 +665,13 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
     if !(0.0..=1.0).contains(&a.get_ratio) {
         return Err(usage("--get-ratio is a share from 0 to 1"));
     }
+    if let (Some(w), Some(s)) = (a.recover_window, a.seconds)
+        && !(w > 0.0 && w < s)
+    {
+        return Err(usage(
+            "--recover-window must be above 0 and below --seconds",
+        ));
+    }
     // at most MAX_BENCH_THREADS (clap), so this fits
     let pool_size = u32::try_from(a.threads).map_err(|_| usage("--threads is too large"))?;
     let client = a.ring.client(&a.net, pool_size)?;
@@ -671,6 +683,7 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
         value_size: a.value_size,
         get_ratio: a.get_ratio,
         verify: a.verify,
+        recover_window: a.recover_window,
         run_id: format!(
             "{:x}{:x}",
             std::process::id(),
@@ -680,11 +693,17 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
                 .unwrap_or(0)
         ),
     };
-    let wrong = bench::run(&client, &spec);
-    if wrong > 0 {
+    let outcome = bench::run(&client, &spec);
+    if outcome.wrong > 0 {
         return Err(Failure {
             code: 1,
-            msg: format!("{wrong} wrong values"),
+            msg: format!("{} wrong values", outcome.wrong),
+        });
+    }
+    if let Some(n) = outcome.window_errors.filter(|&n| n > 0) {
+        return Err(Failure {
+            code: 1,
+            msg: format!("{n} errors in the recover window"),
         });
     }
     Ok(())
