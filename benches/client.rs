@@ -186,5 +186,57 @@ fn client_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, client_benches);
+/// How long a get waits on an exhausted pool before its Pool error, for a checkout timeout of
+/// 200 ms (tests/fault_live.rs checks the error, not the time). The pool's only connection is
+/// held by a get to a server that accepts and never answers; no memcached is needed.
+fn pool_benches(c: &mut Criterion) {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = silent.local_addr().expect("addr");
+    let (seen, request_seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut s in silent.incoming().flatten() {
+            let mut b = [0u8; 1];
+            if s.read(&mut b).is_ok_and(|n| n > 0) {
+                let _ = seen.send(());
+            }
+            held.push(s);
+        }
+    });
+    // 'static: the holder thread outlives this function (it ends with the process)
+    let client: &'static Client = Box::leak(Box::new(
+        Client::builder()
+            .server_list(&format!("{addr} 1"))
+            .expect("list")
+            .pool_size(1)
+            .read_timeout(Duration::from_secs(3600))
+            .checkout_timeout(Duration::from_millis(200))
+            .build()
+            .expect("client"),
+    ));
+    std::thread::spawn(|| black_box(client.get("held").is_ok()));
+    request_seen.recv().expect("the holder's request");
+    let mut g = c.benchmark_group("pool");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    g.bench_function("exhausted_checkout_200ms", |b| {
+        b.iter(|| {
+            let r = client.get(black_box("k"));
+            assert!(
+                matches!(
+                    r,
+                    Err(memshard::Error::Pool {
+                        exhausted: true,
+                        ..
+                    })
+                ),
+                "{r:?}"
+            );
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, client_benches, pool_benches);
 criterion_main!(benches);

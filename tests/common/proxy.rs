@@ -37,6 +37,8 @@ pub struct State {
     pub delay_ms: AtomicU64,
     pub to_server_bytes: AtomicU64,
     pub connections: AtomicU64,
+    /// Truncations done: a Truncate mode that met a reply and closed its connection.
+    pub truncated: AtomicU64,
     /// Id of the newest connection: truncation and corruption apply to it only, so a late
     /// reply on an abandoned connection cannot take the fault meant for the next request.
     latest: AtomicU64,
@@ -145,6 +147,7 @@ impl FaultProxy {
             delay_ms: AtomicU64::new(0),
             to_server_bytes: AtomicU64::new(0),
             connections: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
             latest: AtomicU64::new(0),
             inject: Mutex::new(Vec::new()),
             latest_client: Mutex::new(None),
@@ -249,6 +252,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool,
                 }
                 Mode::Truncate => {
                     st.set(Mode::Pass);
+                    st.truncated.fetch_add(1, Ordering::SeqCst);
                     let _ = to.write_all(&data[..n / 2]);
                     close(&from, &to);
                     return;
