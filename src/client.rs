@@ -202,7 +202,8 @@ impl Builder {
         self
     }
 
-    /// Longest wait for a connection from a pool (including connecting), above 0 and at most
+    /// Longest wait for a free connection when all `pool_size` are in use (connecting is bounded
+    /// by the connect timeout alone), above 0 and at most
     /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT). Default: 1 s.
     pub fn checkout_timeout(mut self, d: Duration) -> Self {
         self.checkout_timeout = d;
