@@ -2,7 +2,7 @@
 //! across servers.
 
 use crate::KeyHash;
-use crate::conn::{Conn, ConnOptions};
+use crate::conn::{Conn, ConnOptions, LineBudget};
 use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::near::{NearCache, NearCacheConfig, NearCacheStats};
@@ -685,6 +685,22 @@ fn not_resent(e: Error) -> Error {
 }
 
 /// An error reply becomes `Error::Server`; anything else that does not fit is a protocol error.
+/// The error for a `VALUE` that cannot answer `keys`: a key not asked, or one asked but
+/// already answered or passed (a reply holds at most one value per key asked, in order, so
+/// it can never grow past the keys asked times the largest value).
+pub(crate) fn not_asked(k: &[u8], keys: &[&[u8]]) -> Error {
+    let key = String::from_utf8_lossy(k);
+    let detail = if keys.contains(&k) {
+        format!(
+            "value for key {key:?} again or out of order; a reply holds at most one value for each of the {} keys asked, in order",
+            keys.len()
+        )
+    } else {
+        format!("value for key {key:?}, which was not requested")
+    };
+    Error::protocol("", detail)
+}
+
 fn reply_error(reply: Reply, conn: &mut Conn, what: &str) -> Error {
     match reply {
         Reply::Error => Error::Server {
@@ -918,13 +934,7 @@ impl Client {
                 next += 1;
             }
             if next == keys.len() {
-                return Err(Error::protocol(
-                    "",
-                    format!(
-                        "value for key {:?}, which was not requested",
-                        String::from_utf8_lossy(k)
-                    ),
-                ));
+                return Err(not_asked(k, keys));
             }
             hit(
                 next,
@@ -1633,15 +1643,18 @@ impl Client {
                         noreply: true,
                     });
                     conn.send_requests(reqs.chain([Request::Version]))?;
-                    loop {
-                        match conn.read_reply()? {
-                            Reply::Version(_) => break,
+                    // within one read timeout: at most one error per set, then the version
+                    let budget = LineBudget::noreply(batch.len());
+                    conn.read_lines(budget, |conn, reply| {
+                        match reply {
+                            Reply::Version(_) => return Ok(Some(())),
                             Reply::Error => errors.push("ERROR".to_string()),
                             Reply::ClientError(m) => errors.push(format!("CLIENT_ERROR {m}")),
                             Reply::ServerError(m) => errors.push(format!("SERVER_ERROR {m}")),
                             other => return Err(conn.unexpected(&other, "noreply set")),
                         }
-                    }
+                        Ok(None)
+                    })?;
                 }
                 if errors.is_empty() {
                     Ok(())
@@ -1749,14 +1762,17 @@ impl Client {
         }
         self.on_all("stats", |c| {
             c.send_requests([Request::Stats { group }])?;
+            // the whole reply within one read timeout, at most LineBudget::STATS
             let mut v = Vec::new();
-            loop {
-                match c.read_reply()? {
-                    Reply::Stat(k, val) => v.push((k, val)),
-                    Reply::End => return Ok(v),
-                    other => return Err(reply_error(other, c, "stats")),
+            c.read_lines(LineBudget::STATS, |c, reply| match reply {
+                Reply::Stat(k, val) => {
+                    v.push((k, val));
+                    Ok(None)
                 }
-            }
+                Reply::End => Ok(Some(())),
+                other => Err(reply_error(other, c, "stats")),
+            })?;
+            Ok(v)
         })
     }
 }

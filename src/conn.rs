@@ -14,7 +14,7 @@
 //! reply of an exchange fail it ([`Conn::end_exchange`]): which bytes answered cannot be told.
 
 use crate::error::{Error, Result};
-use crate::proto::{Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
+use crate::proto::{MAX_LINE, Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 pub struct ConnOptions {
     /// Connect timeout.
     pub connect_timeout: Duration,
-    /// Longest wait for one whole reply.
+    /// Longest wait for one whole reply, counted from the start of its read: a reply of many
+    /// lines (`stats`, the errors after a noreply batch) or values (one `get` of many keys)
+    /// gets one deadline, never one per line.
     pub read_timeout: Duration,
     /// Longest wait to write one request.
     pub write_timeout: Duration,
@@ -97,6 +99,73 @@ impl Stream {
         };
         usize::try_from(n).map_err(|_| io::Error::last_os_error())
     }
+}
+
+/// Most lines a `stats` reply may have, its `END` included. memcached's largest groups stay
+/// far below: `stats items` and `stats slabs` have about 20 lines per slab class (at most 63
+/// classes by default), `stats conns` about 6 per open connection (1024 by default, `-c`).
+pub const STATS_MAX_LINES: usize = 16_384;
+
+/// Most bytes a `stats` reply may have, its `END` included (about 60 bytes a line).
+pub const STATS_MAX_BYTES: usize = 1024 * 1024;
+
+/// How much a reply of many one-line replies (`stats`, the errors drained after a noreply
+/// batch) may hold before the server is taken for broken: beyond it the read fails with a
+/// Protocol error naming the server and the limit, and the connection is dropped. The whole
+/// reply must also arrive within one read timeout, counted from the start of its read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineBudget {
+    /// Most lines, the last one (`END`, `VERSION`) included.
+    pub lines: usize,
+    /// Most bytes, line ends included.
+    pub bytes: usize,
+    /// What the reply answers, for the error.
+    pub what: &'static str,
+}
+
+impl LineBudget {
+    /// A `stats` reply: [`STATS_MAX_LINES`] lines and [`STATS_MAX_BYTES`] bytes.
+    pub const STATS: LineBudget = LineBudget {
+        lines: STATS_MAX_LINES,
+        bytes: STATS_MAX_BYTES,
+        what: "stats",
+    };
+
+    /// The replies to `requests` noreply commands and the `version` after them: at most one
+    /// error line per request, then the version line.
+    pub fn noreply(requests: usize) -> LineBudget {
+        let lines = requests.saturating_add(1);
+        LineBudget {
+            lines,
+            bytes: lines.saturating_mul(MAX_LINE + 2),
+            what: "noreply commands and their version",
+        }
+    }
+
+    /// The Protocol error for a reply that went past this budget.
+    pub(crate) fn exceeded(&self, server: &str, lines: usize, bytes: usize) -> Error {
+        Error::protocol(
+            server,
+            format!(
+                "the reply to {} reached {lines} lines and {bytes} bytes without its end; a reply may have at most {} lines and {} bytes, so the connection was dropped",
+                self.what, self.lines, self.bytes
+            ),
+        )
+    }
+
+    /// Whether `lines` lines of `bytes` bytes are past this budget.
+    pub(crate) fn is_past(&self, lines: usize, bytes: usize) -> bool {
+        lines > self.lines || bytes > self.bytes
+    }
+}
+
+/// `now + d`, or a time so far off that it never comes when that overflows.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        // about 30 years: later than any timeout a builder accepts
+        .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+        .unwrap_or(now)
 }
 
 /// The error for bytes found waiting on a connection when no reply was due.
@@ -394,13 +463,13 @@ impl Conn {
             };
             return Err(self.fail(e));
         }
-        let left = deadline - now;
+        let left = deadline.saturating_duration_since(now);
         // Only touch the socket option when the time left is clearly shorter than what is
         // set: the first read of a reply then needs no syscall (it may overshoot the deadline
         // by at most the slack). Two setsockopt calls per request measured as most of the gap
         // to a raw socket loop.
         let slack = (self.opts.read_timeout / 16).min(Duration::from_millis(5));
-        if left + slack < self.read_timeout_set {
+        if left.saturating_add(slack) < self.read_timeout_set {
             let left = left.max(Duration::from_millis(1));
             self.stream
                 .set_read_timeout(left)
@@ -458,24 +527,55 @@ impl Conn {
         }
     }
 
-    /// Read one one-line reply (or one `stats` line).
+    /// Read one one-line reply within the read timeout.
     pub fn read_reply(&mut self) -> Result<Reply> {
-        let deadline = Instant::now() + self.opts.read_timeout;
-        let r = loop {
+        let deadline = deadline_after(self.opts.read_timeout);
+        let r = self.reply_by(deadline).map(|(r, _)| r);
+        self.reset_read_timeout();
+        r
+    }
+
+    /// The next one-line reply and the bytes it took, read before `deadline`.
+    fn reply_by(&mut self, deadline: Instant) -> Result<(Reply, usize)> {
+        loop {
             match parse_reply(&self.buf[self.start..self.end]) {
                 Ok(Parsed::Done(r, used)) => {
                     self.start += used;
-                    break Ok(r);
+                    return Ok((r, used));
                 }
-                Ok(Parsed::Incomplete) => {
-                    if let Err(e) = self.fill(deadline) {
-                        break Err(e);
-                    }
-                }
-                Err(e) => {
-                    let e = Error::from(e);
-                    break Err(self.fail(e));
-                }
+                Ok(Parsed::Incomplete) => self.fill(deadline)?,
+                Err(e) => return Err(self.fail(Error::from(e))),
+            }
+        }
+    }
+
+    /// Read a reply of many lines (`stats`, the errors after a batch of noreply commands):
+    /// `each(conn, line)` for each line until it answers `Some`. The whole reply must arrive
+    /// within one read timeout, counted from here, and fit `budget`; past either the read
+    /// fails (Timeout, or a Protocol error naming the limit) and the connection is dropped.
+    pub fn read_lines<T>(
+        &mut self,
+        budget: LineBudget,
+        mut each: impl FnMut(&mut Conn, Reply) -> Result<Option<T>>,
+    ) -> Result<T> {
+        let deadline = deadline_after(self.opts.read_timeout);
+        let (mut lines, mut bytes) = (0usize, 0usize);
+        let r = loop {
+            let (reply, used) = match self.reply_by(deadline) {
+                Ok(r) => r,
+                Err(e) => break Err(e),
+            };
+            lines = lines.saturating_add(1);
+            bytes = bytes.saturating_add(used);
+            if budget.is_past(lines, bytes) {
+                let e = budget.exceeded(&self.server, lines, bytes);
+                break Err(self.fail(e));
+            }
+            match each(self, reply) {
+                Ok(Some(t)) => break Ok(t),
+                Ok(None) => {}
+                // `each` marks the connection broken when the line leaves it out of step
+                Err(e) => break Err(e),
             }
         };
         self.reset_read_timeout();
@@ -488,7 +588,7 @@ impl Conn {
         &mut self,
         mut item: impl FnMut(&[u8], u32, &[u8], Option<u64>) -> Result<()>,
     ) -> Result<Option<Reply>> {
-        let deadline = Instant::now() + self.opts.read_timeout;
+        let deadline = deadline_after(self.opts.read_timeout);
         let max = self.opts.max_value_size;
         let r = loop {
             let parsed = parse_retrieval(&self.buf[self.start..self.end], max);

@@ -3,7 +3,10 @@
 
 use super::conn::{AsyncConn, ConnectFailure, ConnectFailures, Manager, Sink};
 use crate::KeyHash;
-use crate::client::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome, live_routing};
+use crate::client::{
+    DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome, live_routing, not_asked,
+};
+use crate::conn::LineBudget;
 use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::proto::{self, Reply, Request, StoreCommand};
@@ -518,13 +521,7 @@ async fn read_hits(
                 next += 1;
             }
             if next == keys.len() {
-                return Err(Error::protocol(
-                    "",
-                    format!(
-                        "value for key {:?}, which was not requested",
-                        String::from_utf8_lossy(k)
-                    ),
-                ));
+                return Err(not_asked(k, keys));
             }
             hit(
                 next,
@@ -1434,14 +1431,18 @@ impl Client {
                 Ok(()) => {
                     async {
                         c.flush().await?;
+                        // the whole reply within one read timeout, at most LineBudget::STATS
                         let mut v = Vec::new();
-                        loop {
-                            match c.read_reply().await? {
-                                Reply::Stat(k, val) => v.push((k, val)),
-                                Reply::End => return Ok(v),
-                                other => return Err(reply_error(other, &mut c, "stats")),
+                        c.read_lines(LineBudget::STATS, |c, reply| match reply {
+                            Reply::Stat(k, val) => {
+                                v.push((k, val));
+                                Ok(None)
                             }
-                        }
+                            Reply::End => Ok(Some(())),
+                            other => Err(reply_error(other, c, "stats")),
+                        })
+                        .await?;
+                        Ok(v)
                     }
                     .await
                 }

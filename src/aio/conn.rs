@@ -18,7 +18,7 @@
 //! fails (end of stream, reset, broken pipe, before any byte of a reply) reports
 //! [`AsyncConn::failed_stale`], so the client can tell a stale connection from a failing server.
 
-use crate::conn::ConnOptions;
+use crate::conn::{ConnOptions, LineBudget};
 use crate::error::{Error, Result};
 use crate::proto::{Parsed, Reply, Request, RetrievalItem, parse_reply, parse_retrieval};
 use socket2::SockRef;
@@ -369,17 +369,48 @@ impl AsyncConn {
         }
     }
 
-    /// Read one one-line reply (or one `stats` line) within the read timeout.
+    /// Read one one-line reply within the read timeout.
     pub async fn read_reply(&mut self) -> Result<Reply> {
         let deadline = deadline_after(self.opts.read_timeout);
+        self.reply_by(deadline).await.map(|(r, _)| r)
+    }
+
+    /// The next one-line reply and the bytes it took, read before `deadline`.
+    async fn reply_by(&mut self, deadline: Instant) -> Result<(Reply, usize)> {
         loop {
             match parse_reply(&self.buf[self.start..self.end]) {
                 Ok(Parsed::Done(r, used)) => {
                     self.start += used;
-                    return Ok(r);
+                    return Ok((r, used));
                 }
                 Ok(Parsed::Incomplete) => self.fill(deadline).await?,
                 Err(e) => return Err(self.fail(Error::from(e))),
+            }
+        }
+    }
+
+    /// Read a reply of many lines (`stats`): `each(conn, line)` for each line until it answers
+    /// `Some`. The whole reply must arrive within one read timeout, counted from here, and fit
+    /// `budget`; past either the read fails (Timeout, or a Protocol error naming the limit) and
+    /// the connection is dropped (as the blocking [`Conn::read_lines`](crate::conn::Conn::read_lines)).
+    pub async fn read_lines<T>(
+        &mut self,
+        budget: LineBudget,
+        mut each: impl FnMut(&mut AsyncConn, Reply) -> Result<Option<T>>,
+    ) -> Result<T> {
+        let deadline = deadline_after(self.opts.read_timeout);
+        let (mut lines, mut bytes) = (0usize, 0usize);
+        loop {
+            let (reply, used) = self.reply_by(deadline).await?;
+            lines = lines.saturating_add(1);
+            bytes = bytes.saturating_add(used);
+            if budget.is_past(lines, bytes) {
+                let e = budget.exceeded(&self.server, lines, bytes);
+                return Err(self.fail(e));
+            }
+            // `each` marks the connection broken when the line leaves it out of step
+            if let Some(t) = each(self, reply)? {
+                return Ok(t);
             }
         }
     }
