@@ -9,6 +9,7 @@ use crate::near::{NearCache, NearCacheConfig, NearCacheStats};
 use crate::observe;
 use crate::pool::{Pool, PoolConfig, Pooled};
 use crate::proto::{self, Reply, Request, StoreCommand};
+use crate::rejoin::{Cleanup, DEFAULT_REJOIN_LIMIT, RejoinLog};
 use crate::ring::{Flavor, HashTag, Ring};
 use crate::servers::{Server, parse_server_list};
 use arc_swap::ArcSwap;
@@ -106,6 +107,7 @@ pub struct Builder {
     pub(crate) hash_with_prefix: bool,
     pub(crate) policy: FailurePolicy,
     pub(crate) point_hash: Option<KeyHash>,
+    pub(crate) rejoin_limit: usize,
     near: Option<NearCacheConfig>,
 }
 
@@ -125,6 +127,7 @@ impl Default for Builder {
             hash_with_prefix: false,
             policy: FailurePolicy::default(),
             point_hash: None,
+            rejoin_limit: DEFAULT_REJOIN_LIMIT,
             near: None,
         }
     }
@@ -266,6 +269,16 @@ impl Builder {
         self
     }
 
+    /// With auto-eject, the keys written or deleted elsewhere while a server is out that are
+    /// remembered for it, at most: when it returns they are deleted on it before it takes reads
+    /// again, so that it never serves the old copies it kept. Past this bound it is flushed
+    /// (`flush_all`) before it rejoins instead, losing its other data too (see
+    /// [`crate::rejoin`]). Default: [`DEFAULT_REJOIN_LIMIT`] (100,000 keys per server).
+    pub fn rejoin_limit(mut self, keys: usize) -> Self {
+        self.rejoin_limit = keys;
+        self
+    }
+
     /// An in-process near cache for the keys the config marks (hot keys). Default: off.
     pub fn near_cache(mut self, config: NearCacheConfig) -> Self {
         self.near = Some(config);
@@ -338,6 +351,7 @@ impl Builder {
             hash_with_prefix: self.hash_with_prefix,
             near: self.near.map(NearCache::new),
             probes: Mutex::new(Probes::default()),
+            rejoin_limit: self.rejoin_limit,
         });
         let members = ring.servers().iter().map(|s| inner.new_member(s)).collect();
         inner
@@ -382,6 +396,8 @@ pub(crate) struct Member {
     pub(crate) server: Server,
     pool: Pool,
     health: Health,
+    /// The keys changed elsewhere while it is out (auto-eject), cleaned before it rejoins.
+    rejoin: RejoinLog,
 }
 
 /// Whether a request may be sent again, once, on a new connection after its pooled connection
@@ -455,6 +471,23 @@ impl View {
     fn owner(&self, hashed: &[u8]) -> Option<usize> {
         self.routing.route(hashed).map(|i| self.to_member[i])
     }
+
+    /// A write or delete of `wire` (hashed as `hashed`) goes to member `owner`: if a server
+    /// is ejected and the key's owner on the full ring is another member, that one records it
+    /// ([`RejoinLog`]), to delete it when it returns.
+    fn record_redirected(&self, hashed: &[u8], owner: usize, wire: &[u8]) {
+        if self.to_member.len() == self.members.len() {
+            return; // nobody ejected
+        }
+        if let Some(m) = self
+            .full
+            .route(hashed)
+            .filter(|&i| i != owner)
+            .and_then(|i| self.members.get(i))
+        {
+            m.rejoin.record(wire);
+        }
+    }
 }
 
 /// The routing ring over the servers of `full` for which `down(index)` is false, built exactly
@@ -492,6 +525,7 @@ struct Inner {
     near: Option<NearCache>,
     /// The down servers the prober thread watches.
     probes: Mutex<Probes>,
+    rejoin_limit: usize,
 }
 
 impl Inner {
@@ -506,6 +540,7 @@ impl Inner {
             server: s.clone(),
             pool: Pool::new(&s.host, s.port, &s.addr, self.conn_opts.clone(), cfg),
             health: Health::default(),
+            rejoin: RejoinLog::new(self.rejoin_limit),
         })
     }
 
@@ -521,10 +556,20 @@ impl Inner {
         };
         match t {
             Transition::WentDown => {
+                if self.policy.auto_eject {
+                    // before the routing changes: every write routed away is recorded
+                    m.rejoin.went_out();
+                }
                 // its pooled connections may outlive the server process: never reuse them
                 m.pool.invalidate();
                 observe::ejected(&m.server.addr);
                 self.rebuild_routing();
+                self.watch_down(m);
+            }
+            Transition::CameBack if m.rejoin.is_out() => {
+                // a request that started before the ejection answered: the server may not
+                // take reads before the prober has cleaned its stale keys
+                m.health.hold_down(&self.policy, self.epoch, Instant::now());
                 self.watch_down(m);
             }
             Transition::CameBack => self.rebuild_routing(),
@@ -594,17 +639,31 @@ fn prober(weak: Weak<Inner>) {
                         .and_then(|mut c| {
                             c.send_requests([Request::Version])?;
                             match c.read_reply()? {
-                                Reply::Version(_) => Ok(()),
+                                Reply::Version(_) => Ok(c),
                                 other => Err(c.unexpected(&other, "version")),
                             }
-                        });
-                    if answered.is_ok() {
-                        if m.health.success() == Transition::CameBack {
-                            inner.rebuild_routing();
+                        })
+                        // before it takes reads: delete what changed elsewhere meanwhile
+                        .and_then(|mut c| clean_before_rejoin(&mut c, &m.rejoin).map(|()| c));
+                    match answered {
+                        Ok(mut c) => {
+                            if m.health.success() == Transition::CameBack {
+                                inner.rebuild_routing();
+                            }
+                            // writes routed on the view from before the rejoin
+                            let left = m.rejoin.rejoined();
+                            if run_cleanup(&mut c, &left).is_err() {
+                                m.rejoin.back_out(left);
+                                m.health
+                                    .hold_down(&inner.policy, inner.epoch, Instant::now());
+                                inner.rebuild_routing();
+                                wait = wait.min(inner.policy.retry_timeout);
+                            }
                         }
-                    } else {
-                        m.health.failure(&inner.policy, inner.epoch, Instant::now());
-                        wait = wait.min(inner.policy.retry_timeout);
+                        Err(_) => {
+                            m.health.failure(&inner.policy, inner.epoch, Instant::now());
+                            wait = wait.min(inner.policy.retry_timeout);
+                        }
                     }
                 }
             }
@@ -626,6 +685,56 @@ fn prober(weak: Weak<Inner>) {
         }
         drop(inner);
         std::thread::sleep(wait.max(Duration::from_millis(1)));
+    }
+}
+
+/// Rounds of [`clean_before_rejoin`]: writes keep recording keys while a round runs.
+const CLEAN_ROUNDS: usize = 4;
+
+/// The cleanup a returning server needs before it takes reads ([`crate::rejoin`]), on the
+/// probe connection, until nothing is left (at most [`CLEAN_ROUNDS`] rounds; what is
+/// recorded after the last is cleaned once the server has rejoined).
+fn clean_before_rejoin(c: &mut Conn, log: &RejoinLog) -> Result<()> {
+    for _ in 0..CLEAN_ROUNDS {
+        let todo = log.pending();
+        if todo == Cleanup::Nothing {
+            break;
+        }
+        run_cleanup(c, &todo)?;
+        log.cleaned(&todo);
+    }
+    Ok(())
+}
+
+/// Checked, pipelined deletes of the cleanup's keys, or one `flush_all`.
+fn run_cleanup(c: &mut Conn, todo: &Cleanup) -> Result<()> {
+    match todo {
+        Cleanup::Nothing => Ok(()),
+        Cleanup::Flush => {
+            c.send_requests([Request::FlushAll {
+                delay: None,
+                noreply: false,
+            }])?;
+            match c.read_reply()? {
+                Reply::Ok => Ok(()),
+                other => Err(reply_error(other, c, "flush_all")),
+            }
+        }
+        Cleanup::Delete(keys) => {
+            for batch in keys.chunks(WRITE_BATCH) {
+                c.send_requests(batch.iter().map(|k| Request::Delete {
+                    key: k,
+                    noreply: false,
+                }))?;
+                for _ in batch {
+                    match c.read_reply()? {
+                        Reply::Deleted | Reply::NotFound => {}
+                        other => return Err(reply_error(other, c, "delete")),
+                    }
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -825,6 +934,16 @@ impl Client {
     }
 
     fn route<'k>(&self, key: &'k [u8]) -> Result<Routed<'k>> {
+        self.route_for(key, false)
+    }
+
+    /// [`Client::route`] for a write or delete: recorded for an ejected owner
+    /// ([`View::record_redirected`]).
+    fn route_write<'k>(&self, key: &'k [u8]) -> Result<Routed<'k>> {
+        self.route_for(key, true)
+    }
+
+    fn route_for<'k>(&self, key: &'k [u8], write: bool) -> Result<Routed<'k>> {
         let inner = &*self.inner;
         let wire = self.wire_key(key)?;
         let hashed: &[u8] = if inner.hash_with_prefix { &wire } else { key };
@@ -832,6 +951,9 @@ impl Client {
         let i = view
             .owner(hashed)
             .ok_or(Error::Config("the ring has no points".into()))?;
+        if write {
+            view.record_redirected(hashed, i, &wire);
+        }
         Ok(Routed {
             member: view.members[i].clone(),
             wire,
@@ -1056,7 +1178,7 @@ impl Client {
         exptime: u32,
     ) -> Result<StoreOutcome> {
         self.check_value(value)?;
-        let r = self.route(key)?;
+        let r = self.route_write(key)?;
         let res = self.store_on(&r.member, cmd, &r.wire, value, flags, exptime);
         self.forget(key);
         res
@@ -1176,7 +1298,7 @@ impl Client {
 
     /// `delete`.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
-        let r = self.route(key.as_ref())?;
+        let r = self.route_write(key.as_ref())?;
         let res = self.delete_on(&r.member, &r.wire);
         self.forget(key.as_ref());
         res
@@ -1198,7 +1320,7 @@ impl Client {
     }
 
     fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
-        let r = self.route(key)?;
+        let r = self.route_write(key)?;
         let verb = if incr { "incr" } else { "decr" };
         let res = self.on_server(&r.member, verb, Resend::Never, |conn| {
             conn.send_requests([Request::Arith {
@@ -1229,7 +1351,7 @@ impl Client {
 
     /// `touch`: set a new expiry.
     pub fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
-        let r = self.route(key.as_ref())?;
+        let r = self.route_write(key.as_ref())?;
         self.on_server(&r.member, "touch", Resend::Safe, |conn| {
             conn.send_requests([Request::Touch {
                 key: &r.wire,
@@ -1286,10 +1408,13 @@ impl Client {
     }
 
     /// Route `keys`; invalid keys get their error at once, the rest are grouped by server.
+    /// `write`: the keys are written or deleted (recorded for an ejected owner,
+    /// [`View::record_redirected`]).
     fn group<'k, T>(
         &self,
         keys: impl Iterator<Item = &'k [u8]>,
         out: &mut [Option<Result<T>>],
+        write: bool,
     ) -> (Vec<Option<Routed<'k>>>, Groups) {
         let keys: Vec<&'k [u8]> = keys.collect();
         let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
@@ -1320,6 +1445,13 @@ impl Client {
             // Batch routing: four md5s at a time for the common case.
             view.routing
                 .route_each(&hashed, |j, s| owner[valid[j]] = view.to_member[s]);
+            if write {
+                for (j, &i) in valid.iter().enumerate() {
+                    if let (Some(w), true) = (&wires[i], owner[i] != usize::MAX) {
+                        view.record_redirected(hashed[j], owner[i], w);
+                    }
+                }
+            }
         }
         let mut by_member: Vec<Vec<usize>> = vec![Vec::new(); view.members.len()];
         let routed = wires
@@ -1385,7 +1517,7 @@ impl Client {
 
     fn get_multi_servers<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         let mut out: Vec<Option<Result<Option<Item>>>> = (0..keys.len()).map(|_| None).collect();
-        let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out, false);
         // Like libmemcached's mget: first one write to every server, then read the replies
         // server by server. The servers work in parallel while we read; no thread is spawned
         // (spawning one per server cost more than the whole exchange on loopback).
@@ -1554,7 +1686,8 @@ impl Client {
                 out[i] = Some(Err(e));
             }
         }
-        let (routed, mut groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out);
+        let (routed, mut groups) =
+            self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out, true);
         for (_, idx) in &mut groups {
             idx.retain(|&i| out[i].is_none());
         }
@@ -1585,7 +1718,7 @@ impl Client {
     /// Delete many keys: pipelined per server, servers in parallel. Results in input order.
     pub fn delete_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>> {
         let mut out: Vec<Option<Result<DeleteOutcome>>> = (0..keys.len()).map(|_| None).collect();
-        let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let (routed, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out, true);
         let results = self.write_multi(
             "delete_multi",
             &routed,
@@ -1624,7 +1757,8 @@ impl Client {
                 out[i] = Some(Err(e));
             }
         }
-        let (routed, mut groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out);
+        let (routed, mut groups) =
+            self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out, true);
         for (_, idx) in &mut groups {
             idx.retain(|&i| out[i].is_none());
         }

@@ -127,6 +127,20 @@ impl Health {
         Transition::None
     }
 
+    /// Mark the server down for a whole retry timeout from `now`, whatever its failure count
+    /// (a returning server whose rejoin cleanup failed, or that came back before it was done).
+    /// Returns [`Transition::WentDown`] if it was up.
+    pub fn hold_down(&self, policy: &FailurePolicy, epoch: Instant, now: Instant) -> Transition {
+        let until = now
+            .checked_add(policy.retry_timeout)
+            .map_or(u64::MAX, |t| nanos(epoch, t));
+        if self.down_until.swap(until, Ordering::AcqRel) == 0 {
+            Transition::WentDown
+        } else {
+            Transition::None
+        }
+    }
+
     /// A request to the server succeeded (the server answered, whatever it said).
     pub fn success(&self) -> Transition {
         self.failures.store(0, Ordering::Release);

@@ -72,6 +72,7 @@ mod observe;
 pub mod plan;
 pub mod pool;
 pub mod proto;
+pub mod rejoin;
 pub mod replica;
 pub mod ring;
 pub mod servers;

@@ -10,6 +10,7 @@ use crate::conn::LineBudget;
 use crate::error::{Error, Result};
 use crate::health::{Availability, FailurePolicy, Health, Transition};
 use crate::proto::{self, Reply, Request, StoreCommand};
+use crate::rejoin::{Cleanup, RejoinLog};
 use crate::ring::{Flavor, HashTag, Ring};
 use crate::servers::Server;
 use arc_swap::ArcSwap;
@@ -108,6 +109,11 @@ impl Builder {
         /// Failure limit, retry timeout (at most [`MAX_TIMEOUT`](crate::MAX_TIMEOUT)),
         /// auto-eject. Default: [`FailurePolicy::default`].
         failure_policy(policy: FailurePolicy);
+        /// With auto-eject, the keys changed elsewhere while a server is out that are
+        /// remembered for it, deleted on it before it takes reads again; past the bound it is
+        /// flushed instead ([`crate::rejoin`]). Default:
+        /// [`DEFAULT_REJOIN_LIMIT`](crate::rejoin::DEFAULT_REJOIN_LIMIT) (100,000 per server).
+        rejoin_limit(keys: usize);
     }
 
     /// Build the ring and one bb8 pool per server. Must be called inside a tokio runtime (the
@@ -143,6 +149,7 @@ impl Builder {
             conn_opts: b.conn,
             prefix: b.prefix,
             hash_with_prefix: b.hash_with_prefix,
+            rejoin_limit: b.rejoin_limit,
         });
         let members = ring.servers().iter().map(|s| inner.new_member(s)).collect();
         inner
@@ -174,6 +181,8 @@ struct Member {
     /// The newest connect failure already counted for health: each counts once, however
     /// many checkouts it failed.
     counted: AtomicU64,
+    /// The keys changed elsewhere while it is out (auto-eject), cleaned before it rejoins.
+    rejoin: RejoinLog,
 }
 
 /// What requests route with, replaced as a whole (by `set_servers` and by auto-eject): a
@@ -204,11 +213,27 @@ impl AsyncView {
         }
     }
 
-    /// The member owning `hashed` (the key as hashed), or `None` for an empty ring.
-    fn owner(&self, hashed: &[u8]) -> Option<&Arc<Member>> {
-        self.routing
+    /// The index of the member owning `hashed` (the key as hashed), or `None` for an empty
+    /// ring.
+    fn owner_index(&self, hashed: &[u8]) -> Option<usize> {
+        self.routing.route(hashed).map(|i| self.to_member[i])
+    }
+
+    /// A write or delete of `wire` (hashed as `hashed`) goes to member `owner`: if a server
+    /// is ejected and the key's owner on the full ring is another member, that one records it
+    /// ([`RejoinLog`]), to delete it when it returns (the blocking client's rule).
+    fn record_redirected(&self, hashed: &[u8], owner: usize, wire: &[u8]) {
+        if self.to_member.len() == self.members.len() {
+            return; // nobody ejected
+        }
+        if let Some(m) = self
+            .full
             .route(hashed)
-            .and_then(|i| self.members.get(self.to_member[i]))
+            .filter(|&i| i != owner)
+            .and_then(|i| self.members.get(i))
+        {
+            m.rejoin.record(wire);
+        }
     }
 }
 
@@ -225,6 +250,7 @@ struct Inner {
     conn_opts: crate::conn::ConnOptions,
     prefix: Vec<u8>,
     hash_with_prefix: bool,
+    rejoin_limit: usize,
 }
 
 impl Inner {
@@ -258,6 +284,7 @@ impl Inner {
             probing: AtomicBool::new(false),
             failures,
             counted: AtomicU64::new(0),
+            rejoin: RejoinLog::new(self.rejoin_limit),
         })
     }
 
@@ -272,7 +299,17 @@ impl Inner {
         };
         match t {
             Transition::WentDown => {
+                if self.policy.auto_eject {
+                    // before the routing changes: every write routed away is recorded
+                    m.rejoin.went_out();
+                }
                 self.rebuild_routing();
+                self.spawn_prober(m);
+            }
+            Transition::CameBack if m.rejoin.is_out() => {
+                // a request that started before the ejection answered: the server may not
+                // take reads before the prober has cleaned its stale keys
+                m.health.hold_down(&self.policy, self.epoch, Instant::now());
                 self.spawn_prober(m);
             }
             Transition::CameBack => self.rebuild_routing(),
@@ -335,15 +372,27 @@ async fn prober(weak: Weak<Inner>, m: Arc<Member>) {
                         AsyncConn::connect(&s.host, s.port, &s.addr, &inner.conn_opts).await?;
                     c.send_requests([Request::Version]).await?;
                     match c.read_reply().await? {
-                        Reply::Version(_) => Ok(()),
-                        other => Err(c.unexpected(&other, "version")),
+                        Reply::Version(_) => {}
+                        other => return Err(c.unexpected(&other, "version")),
                     }
+                    // before it takes reads: delete what changed elsewhere meanwhile
+                    clean_before_rejoin(&mut c, &m.rejoin).await?;
+                    Ok(c)
                 }
                 .await;
                 match answered {
-                    Ok(()) => {
+                    Ok(mut c) => {
                         if m.health.success() == Transition::CameBack {
                             inner.rebuild_routing();
+                        }
+                        // writes routed on the view from before the rejoin
+                        let left = m.rejoin.rejoined();
+                        if run_cleanup(&mut c, &left).await.is_err() {
+                            m.rejoin.back_out(left);
+                            m.health
+                                .hold_down(&inner.policy, inner.epoch, Instant::now());
+                            inner.rebuild_routing();
+                            continue;
                         }
                         m.probing.store(false, Ordering::Release);
                         return;
@@ -353,6 +402,58 @@ async fn prober(weak: Weak<Inner>, m: Arc<Member>) {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Rounds of [`clean_before_rejoin`] (as the blocking client's).
+const CLEAN_ROUNDS: usize = 4;
+
+/// The cleanup a returning server needs before it takes reads ([`crate::rejoin`]), on the
+/// probe connection, until nothing is left (at most [`CLEAN_ROUNDS`] rounds; what is
+/// recorded after the last is cleaned once the server has rejoined).
+async fn clean_before_rejoin(c: &mut AsyncConn, log: &RejoinLog) -> Result<()> {
+    for _ in 0..CLEAN_ROUNDS {
+        let todo = log.pending();
+        if todo == Cleanup::Nothing {
+            break;
+        }
+        run_cleanup(c, &todo).await?;
+        log.cleaned(&todo);
+    }
+    Ok(())
+}
+
+/// Checked, pipelined deletes of the cleanup's keys, or one `flush_all`.
+async fn run_cleanup(c: &mut AsyncConn, todo: &Cleanup) -> Result<()> {
+    match todo {
+        Cleanup::Nothing => Ok(()),
+        Cleanup::Flush => {
+            c.send_requests([Request::FlushAll {
+                delay: None,
+                noreply: false,
+            }])
+            .await?;
+            match c.read_reply().await? {
+                Reply::Ok => Ok(()),
+                other => Err(reply_error(other, c, "flush_all")),
+            }
+        }
+        Cleanup::Delete(keys) => {
+            for batch in keys.chunks(WRITE_BATCH) {
+                c.send_requests(batch.iter().map(|k| Request::Delete {
+                    key: k,
+                    noreply: false,
+                }))
+                .await?;
+                for _ in batch {
+                    match c.read_reply().await? {
+                        Reply::Deleted | Reply::NotFound => {}
+                        other => return Err(reply_error(other, c, "delete")),
+                    }
+                }
+            }
+            Ok(())
         }
     }
 }
@@ -632,19 +733,34 @@ impl Client {
 
     /// Validate, prefix and route one key (on the view in force): `(wire key, server)`.
     fn route<'k>(&self, key: &'k [u8]) -> Result<(Cow<'k, [u8]>, Arc<Member>)> {
+        self.route_for(key, false)
+    }
+
+    /// [`Client::route`] for a write or delete: recorded for an ejected owner
+    /// ([`AsyncView::record_redirected`]).
+    fn route_write<'k>(&self, key: &'k [u8]) -> Result<(Cow<'k, [u8]>, Arc<Member>)> {
+        self.route_for(key, true)
+    }
+
+    fn route_for<'k>(&self, key: &'k [u8], write: bool) -> Result<(Cow<'k, [u8]>, Arc<Member>)> {
         let wire = self.wire_key(key)?;
         let hashed: &[u8] = if self.inner.hash_with_prefix {
             &wire
         } else {
             key
         };
-        let server = self
-            .inner
-            .view
-            .load()
-            .owner(hashed)
+        let view = self.inner.view.load();
+        let i = view
+            .owner_index(hashed)
+            .ok_or(Error::Config("the ring has no points".into()))?;
+        let server = view
+            .members
+            .get(i)
             .cloned()
             .ok_or(Error::Config("the ring has no points".into()))?;
+        if write {
+            view.record_redirected(hashed, i, &wire);
+        }
         Ok((wire, server))
     }
 
@@ -937,7 +1053,7 @@ impl Client {
         exptime: u32,
     ) -> Result<StoreOutcome> {
         self.check_value(value)?;
-        let (wire, server) = self.route(key)?;
+        let (wire, server) = self.route_write(key)?;
         let req = Request::Store {
             cmd,
             key: &wire,
@@ -1027,7 +1143,7 @@ impl Client {
 
     /// `delete`.
     pub async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
-        let (wire, server) = self.route(key.as_ref())?;
+        let (wire, server) = self.route_write(key.as_ref())?;
         let req = Request::Delete {
             key: &wire,
             noreply: false,
@@ -1036,7 +1152,7 @@ impl Client {
     }
 
     async fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
-        let (wire, server) = self.route(key)?;
+        let (wire, server) = self.route_write(key)?;
         let req = Request::Arith {
             incr,
             key: &wire,
@@ -1058,7 +1174,7 @@ impl Client {
 
     /// `touch`: set a new expiry.
     pub async fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
-        let (wire, server) = self.route(key.as_ref())?;
+        let (wire, server) = self.route_write(key.as_ref())?;
         let req = Request::Touch {
             key: &wire,
             exptime,
@@ -1071,10 +1187,13 @@ impl Client {
     /// already filled); the rest are grouped by server as `(server, input indexes)`. Returns
     /// the wire keys too.
     #[allow(clippy::type_complexity)]
+    /// `write`: the keys are written or deleted (recorded for an ejected owner,
+    /// [`AsyncView::record_redirected`]).
     fn group<'k, T>(
         &self,
         keys: impl Iterator<Item = &'k [u8]>,
         out: &mut [Option<Result<T>>],
+        write: bool,
     ) -> (Vec<Option<Cow<'k, [u8]>>>, Groups) {
         let keys: Vec<&'k [u8]> = keys.collect();
         let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
@@ -1108,6 +1227,13 @@ impl Client {
                 .collect();
             view.routing
                 .route_each(&hashed, |j, s| owner[valid[j]] = view.to_member[s]);
+            if write {
+                for (j, &i) in valid.iter().enumerate() {
+                    if let (Some(w), true) = (&wires[i], owner[i] != usize::MAX) {
+                        view.record_redirected(hashed[j], owner[i], w);
+                    }
+                }
+            }
         }
         let mut by_server: Vec<Vec<usize>> = vec![Vec::new(); view.members.len()];
         for &i in &valid {
@@ -1207,7 +1333,7 @@ impl Client {
     /// for its keys only.
     pub async fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         let mut out: Vec<Option<Result<Option<Item>>>> = (0..keys.len()).map(|_| None).collect();
-        let (wires, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let (wires, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out, false);
         let per_server: Vec<PerServer<'_>> = groups
             .into_iter()
             .map(|(server, idx)| {
@@ -1332,7 +1458,7 @@ impl Client {
                 out[i] = Some(Err(e));
             }
         }
-        let (wires, groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out);
+        let (wires, groups) = self.group(items.iter().map(|(k, _)| k.as_ref()), &mut out, true);
         self.write_multi(
             out,
             &wires,
@@ -1353,7 +1479,7 @@ impl Client {
     /// Delete many keys: pipelined per server, servers concurrently. Results in input order.
     pub async fn delete_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>> {
         let mut out: Vec<Option<Result<DeleteOutcome>>> = (0..keys.len()).map(|_| None).collect();
-        let (wires, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out);
+        let (wires, groups) = self.group(keys.iter().map(|k| k.as_ref()), &mut out, true);
         self.write_multi(
             out,
             &wires,

@@ -1,0 +1,401 @@
+//! Rejoin without stale data (issue 13, item 7), for the blocking and the async client: with
+//! auto-eject, the keys written or deleted while a server was out go to other servers; when it
+//! comes back (SIGSTOP then SIGCONT: its data intact) it must not serve its old copies.
+//!
+//! Four memcached servers on loopback, failure limit 1, a short retry timeout. Keys are written;
+//! one server is stopped; once it is ejected (polled), keys it owns are overwritten (single and
+//! multi-key sets, add, incr) and deleted (single and multi-key); it is continued; once it is back
+//! in the ring (polled), every key is read through the client (each must give its newest value,
+//! or a miss when deleted: no stale read) and the returned server is read raw (its copies of the
+//! changed keys are gone, its untouched keys are still there). With a bound smaller than the
+//! changed keys, the returned server is flushed before it rejoins.
+//!
+//! No assertion is about time: waits are for states with a generous deadline.
+
+mod common;
+
+use common::servers::{Cluster, Memcached, require};
+use common::{decode, value_for};
+use memshard::{Client, FailurePolicy, Server};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+const KEYS: usize = 800;
+
+/// The operations the scenario needs, on either client.
+enum Api {
+    Blocking(Client),
+    #[cfg(feature = "async")]
+    Async(memshard::aio::Client, tokio::runtime::Runtime),
+}
+
+impl Api {
+    fn set(&self, k: &str, v: &str) {
+        let r = match self {
+            Api::Blocking(c) => c.set(k, v, 0, 0),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.set(k, v, 0, 0)),
+        };
+        r.unwrap_or_else(|e| panic!("set {k}: {e}"));
+    }
+
+    fn add(&self, k: &str, v: &str) {
+        let r = match self {
+            Api::Blocking(c) => c.add(k, v, 0, 0),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.add(k, v, 0, 0)),
+        };
+        r.unwrap_or_else(|e| panic!("add {k}: {e}"));
+    }
+
+    fn incr(&self, k: &str) -> Option<u64> {
+        let r = match self {
+            Api::Blocking(c) => c.incr(k, 1),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.incr(k, 1)),
+        };
+        r.unwrap_or_else(|e| panic!("incr {k}: {e}"))
+    }
+
+    fn set_multi(&self, items: &[(String, String)]) {
+        let r = match self {
+            Api::Blocking(c) => c.set_multi(items, 0, 0),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, 0)),
+        };
+        for (res, (k, _)) in r.into_iter().zip(items) {
+            res.unwrap_or_else(|e| panic!("set_multi {k}: {e}"));
+        }
+    }
+
+    /// The blocking client's noreply sets; the async client has none: plain sets.
+    fn set_multi_noreply(&self, items: &[(String, String)]) {
+        match self {
+            Api::Blocking(c) => {
+                for (res, (k, _)) in c.set_multi_noreply(items, 0, 0).into_iter().zip(items) {
+                    res.unwrap_or_else(|e| panic!("set_multi_noreply {k}: {e}"));
+                }
+            }
+            #[cfg(feature = "async")]
+            Api::Async(..) => self.set_multi(items),
+        }
+    }
+
+    fn delete(&self, k: &str) {
+        let r = match self {
+            Api::Blocking(c) => c.delete(k),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.delete(k)),
+        };
+        r.unwrap_or_else(|e| panic!("delete {k}: {e}"));
+    }
+
+    fn delete_multi(&self, keys: &[String]) {
+        let r = match self {
+            Api::Blocking(c) => c.delete_multi(keys),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.delete_multi(keys)),
+        };
+        for (res, k) in r.into_iter().zip(keys) {
+            res.unwrap_or_else(|e| panic!("delete_multi {k}: {e}"));
+        }
+    }
+
+    /// `get` through the client: the value, or `None` for a miss or an error.
+    fn get(&self, k: &str) -> Option<Vec<u8>> {
+        let r = match self {
+            Api::Blocking(c) => c.get(k),
+            #[cfg(feature = "async")]
+            Api::Async(c, rt) => rt.block_on(c.get(k)),
+        };
+        r.ok().flatten().map(|i| i.value)
+    }
+
+    fn down(&self) -> Vec<Server> {
+        match self {
+            Api::Blocking(c) => c.down_servers(),
+            #[cfg(feature = "async")]
+            Api::Async(c, _) => c.down_servers(),
+        }
+    }
+
+    fn live_count(&self) -> usize {
+        match self {
+            Api::Blocking(c) => c.current_ring().servers().len(),
+            #[cfg(feature = "async")]
+            Api::Async(c, _) => c.current_ring().servers().len(),
+        }
+    }
+
+    fn owner(&self, k: &str) -> String {
+        let ring = match self {
+            Api::Blocking(c) => c.ring(),
+            #[cfg(feature = "async")]
+            Api::Async(c, _) => c.ring(),
+        };
+        ring.server_for(k.as_bytes())
+            .expect("the ring has points")
+            .addr
+            .clone()
+    }
+}
+
+fn policy() -> FailurePolicy {
+    FailurePolicy {
+        failure_limit: 1,
+        retry_timeout: Duration::from_millis(200),
+        auto_eject: true,
+    }
+}
+
+fn blocking_builder(c: &Cluster, limit: usize) -> memshard::Builder {
+    Client::builder()
+        .server_list(&c.server_list())
+        .expect("server list")
+        .failure_policy(policy())
+        .read_timeout(Duration::from_millis(300))
+        .rejoin_limit(limit)
+}
+
+#[cfg(feature = "async")]
+fn async_builder(c: &Cluster, limit: usize) -> memshard::aio::Builder {
+    memshard::aio::Client::builder()
+        .server_list(&c.server_list())
+        .expect("server list")
+        .failure_policy(policy())
+        .read_timeout(Duration::from_millis(300))
+        .rejoin_limit(limit)
+}
+
+/// What the newest write left for a key.
+#[derive(Clone, Debug, PartialEq)]
+enum Newest {
+    Value(Vec<u8>),
+    Deleted,
+}
+
+struct Outcome {
+    /// Client reads that gave anything but the newest value (or a miss for a deleted key).
+    stale_reads: usize,
+    /// Keys with a newest value that read as a miss (the value is on the interim owner).
+    misses: usize,
+    /// Changed keys of the returned server of which it still holds an old copy.
+    stale_on_server: usize,
+    changed: usize,
+    /// Unchanged keys of the returned server that it still holds.
+    untouched_kept: usize,
+    untouched: usize,
+}
+
+/// The scenario: write, stop one server, wait for its ejection, change its keys, continue it,
+/// wait for its return, read everything.
+fn scenario(name: &str, c: &Cluster, api: &Api) -> Outcome {
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("{name}:rejoin:{i}")).collect();
+    let mut newest: BTreeMap<String, Newest> = BTreeMap::new();
+    for k in &keys {
+        let v = value_for(k, 1);
+        api.set(k, &v);
+        newest.insert(k.clone(), Newest::Value(v.into_bytes()));
+    }
+    let victim_addr = api.owner(&keys[0]);
+    let victim: &Memcached = c.by_addr(&victim_addr);
+    let owned: Vec<String> = keys
+        .iter()
+        .filter(|k| api.owner(k) == victim_addr)
+        .cloned()
+        .collect();
+    assert!(owned.len() >= 60, "{} keys on the victim", owned.len());
+
+    victim.signal("STOP");
+    // a read of its key times out (failure limit 1): ejected
+    let waited = common::wait_until("the stopped server is ejected", DEADLINE, || {
+        let _ = api.get(&owned[0]);
+        api.down().iter().any(|s| s.addr == victim_addr) && api.live_count() == 3
+    });
+    println!("{name}: ejected after {waited:?}");
+
+    // Change 5/6 of its keys, in every way; the last sixth stays as it was.
+    let part = owned.len() / 6;
+    let (singles, rest) = owned.split_at(part);
+    let (multi, rest) = rest.split_at(part);
+    let (noreply, rest) = rest.split_at(part);
+    let (deleted, rest) = rest.split_at(part);
+    let (deleted_multi, rest) = rest.split_at(part);
+    let untouched = rest;
+    // a counter: incr on the new owner misses (the key is not there), then it is set to a
+    // number and incremented
+    let counter = &singles[0];
+    assert_eq!(api.incr(counter), None, "incr of a key the new owner lacks");
+    api.set(counter, "41");
+    assert_eq!(api.incr(counter), Some(42));
+    newest.insert(counter.clone(), Newest::Value(b"42".to_vec()));
+    for (i, k) in singles.iter().enumerate().skip(1) {
+        let v = value_for(k, 2);
+        // the new owner does not hold these keys: add stores as set does
+        if i % 2 == 0 {
+            api.set(k, &v);
+        } else {
+            api.add(k, &v);
+        }
+        newest.insert(k.clone(), Newest::Value(v.into_bytes()));
+    }
+    let items = |ks: &[String]| -> Vec<(String, String)> {
+        ks.iter().map(|k| (k.clone(), value_for(k, 3))).collect()
+    };
+    let multi_items = items(multi);
+    api.set_multi(&multi_items);
+    let noreply_items = items(noreply);
+    api.set_multi_noreply(&noreply_items);
+    for (k, v) in multi_items.iter().chain(&noreply_items) {
+        newest.insert(k.clone(), Newest::Value(v.clone().into_bytes()));
+    }
+    for k in deleted {
+        api.delete(k);
+        newest.insert(k.clone(), Newest::Deleted);
+    }
+    api.delete_multi(deleted_multi);
+    for k in deleted_multi {
+        newest.insert(k.clone(), Newest::Deleted);
+    }
+
+    victim.signal("CONT");
+    let waited = common::wait_until("the continued server is back in the ring", DEADLINE, || {
+        api.down().is_empty() && api.live_count() == 4
+    });
+    println!("{name}: back after {waited:?}");
+
+    // A miss is not stale: a value written while the server was out lives on the server that
+    // owned the key then, and a cache may miss; an old value is what must never come back.
+    let mut stale_reads = 0;
+    let mut misses = 0;
+    for (k, want) in &newest {
+        let got = api.get(k);
+        let ok = match (want, &got) {
+            (_, None) => {
+                misses += usize::from(matches!(want, Newest::Value(_)));
+                true
+            }
+            (Newest::Value(v), Some(g)) => g == v,
+            (Newest::Deleted, Some(_)) => false,
+        };
+        if !ok {
+            stale_reads += 1;
+            if stale_reads <= 3 {
+                println!(
+                    "{name}: stale read of {k}: {:?} (newest {want:?})",
+                    got.as_deref().and_then(decode)
+                );
+            }
+        }
+    }
+    let changed: Vec<&String> = owned.iter().filter(|k| !untouched.contains(k)).collect();
+    let stale_on_server = changed
+        .iter()
+        .filter(|k| match (victim.raw_get(k.as_bytes()), &newest[**k]) {
+            (None, _) => false,
+            (Some(v), Newest::Value(n)) => &v != n,
+            (Some(_), Newest::Deleted) => true,
+        })
+        .count();
+    let untouched_kept = untouched
+        .iter()
+        .filter(|k| victim.raw_get(k.as_bytes()).is_some())
+        .count();
+    let out = Outcome {
+        stale_reads,
+        misses,
+        stale_on_server,
+        changed: changed.len(),
+        untouched_kept,
+        untouched: untouched.len(),
+    };
+    println!(
+        "{name}: {} keys, {} on the returned server, {} changed while it was out: {} stale reads through the client ({} misses), {} stale copies left on it; {} of its {} untouched keys kept",
+        KEYS,
+        owned.len(),
+        out.changed,
+        out.stale_reads,
+        out.misses,
+        out.stale_on_server,
+        out.untouched_kept,
+        out.untouched
+    );
+    out
+}
+
+fn cluster() -> Option<Cluster> {
+    require("memcached").then(|| Cluster::on_free_ports(&[1, 1, 1, 1]))
+}
+
+fn async_api(c: &Cluster, limit: usize) -> Api {
+    #[cfg(feature = "async")]
+    {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let client = rt.block_on(async { async_builder(c, limit).build() });
+        Api::Async(client.expect("build"), rt)
+    }
+    #[cfg(not(feature = "async"))]
+    {
+        let _ = (c, limit);
+        unreachable!("async tests need the async feature")
+    }
+}
+
+/// Under the bound: the changed keys are deleted on the returned server, its other data kept.
+fn check_deleted(out: &Outcome) {
+    assert_eq!(out.stale_reads, 0, "stale reads");
+    assert_eq!(
+        out.stale_on_server, 0,
+        "stale copies on the returned server"
+    );
+    assert_eq!(
+        out.untouched_kept, out.untouched,
+        "under the bound, the returned server keeps its other data"
+    );
+}
+
+/// Over the bound: the returned server is flushed before it rejoins.
+fn check_flushed(out: &Outcome) {
+    assert_eq!(out.stale_reads, 0, "stale reads");
+    assert_eq!(
+        out.stale_on_server, 0,
+        "stale copies on the returned server"
+    );
+    assert_eq!(
+        out.untouched_kept, 0,
+        "over the bound, the returned server is flushed"
+    );
+}
+
+#[test]
+fn blocking_rejoin_deletes_changed_keys() {
+    let Some(c) = cluster() else { return };
+    let api = Api::Blocking(blocking_builder(&c, 100_000).build().expect("build"));
+    check_deleted(&scenario("blocking", &c, &api));
+}
+
+#[test]
+fn blocking_rejoin_over_the_bound_flushes() {
+    let Some(c) = cluster() else { return };
+    let api = Api::Blocking(blocking_builder(&c, 10).build().expect("build"));
+    check_flushed(&scenario("blocking-flush", &c, &api));
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_rejoin_deletes_changed_keys() {
+    let Some(c) = cluster() else { return };
+    check_deleted(&scenario("async", &c, &async_api(&c, 100_000)));
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_rejoin_over_the_bound_flushes() {
+    let Some(c) = cluster() else { return };
+    check_flushed(&scenario("async-flush", &c, &async_api(&c, 10)));
+}
