@@ -403,11 +403,21 @@ mod tests {
                 stop,
             }
         }
-        fn accepted(&self) -> usize {
-            self.accepted.lock().unwrap().len()
+        /// Connections accepted once at least `n` are: the client's connect completes in the
+        /// kernel before the accept thread takes it, so counting at once races.
+        fn accepted(&self, n: usize) -> usize {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let got = self.accepted.lock().unwrap().len();
+                if got >= n || std::time::Instant::now() > deadline {
+                    return got;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
         /// Run `f` on the server side of connection `i` (in accept order).
         fn with(&self, i: usize, f: impl FnOnce(&mut TcpStream)) {
+            self.accepted(i + 1);
             f(&mut self.accepted.lock().unwrap()[i])
         }
     }
@@ -459,7 +469,7 @@ mod tests {
             let mut c = p.get().expect("get");
             get_miss(&mut c);
         }
-        assert_eq!(f.accepted(), 1);
+        assert_eq!(f.accepted(1), 1);
         assert_eq!(p.state(), PoolState { idle: 1, busy: 0 });
         let a = p.get().expect("a");
         let b = p.get().expect("b");
@@ -515,7 +525,7 @@ mod tests {
         let mut c = p.get().expect("a new connection");
         assert!(!c.is_reused());
         get_miss(&mut c);
-        assert_eq!(f.accepted(), 2);
+        assert_eq!(f.accepted(2), 2);
     }
 
     /// Waits until the idle connection's check fails (what the server did has reached the
@@ -534,7 +544,7 @@ mod tests {
         let mut c = p.get().expect("a new connection");
         assert!(!c.is_reused());
         get_miss(&mut c);
-        assert_eq!(f.accepted(), 2);
+        assert_eq!(f.accepted(2), 2);
     }
 
     #[test]
@@ -568,7 +578,7 @@ mod tests {
             drop(held);
             assert!(waiter.join().expect("join").expect("got it"));
         });
-        assert_eq!(f.accepted(), 1);
+        assert_eq!(f.accepted(1), 1);
     }
 
     #[test]
@@ -606,7 +616,7 @@ mod tests {
         let mut c = p.get().expect("get");
         assert!(c.is_reused());
         get_miss(&mut c);
-        assert_eq!(f.accepted(), 3);
+        assert_eq!(f.accepted(3), 3);
     }
 
     #[test]
@@ -619,6 +629,6 @@ mod tests {
         assert_eq!(p.state(), PoolState { idle: 0, busy: 1 });
         get_miss(&mut c);
         drop(c);
-        assert_eq!(f.accepted(), 2);
+        assert_eq!(f.accepted(2), 2);
     }
 }
