@@ -328,22 +328,15 @@ fn cluster() -> Option<Cluster> {
     require("memcached").then(|| Cluster::on_free_ports(&[1, 1, 1, 1]))
 }
 
+#[cfg(feature = "async")]
 fn async_api(c: &Cluster, limit: usize) -> Api {
-    #[cfg(feature = "async")]
-    {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let client = rt.block_on(async { async_builder(c, limit).build() });
-        Api::Async(client.expect("build"), rt)
-    }
-    #[cfg(not(feature = "async"))]
-    {
-        let _ = (c, limit);
-        unreachable!("async tests need the async feature")
-    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = rt.block_on(async { async_builder(c, limit).build() });
+    Api::Async(client.expect("build"), rt)
 }
 
 /// Under the bound: the changed keys are deleted on the returned server, its other data kept.
