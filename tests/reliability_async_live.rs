@@ -84,23 +84,6 @@ async fn client_conns(m: &Arc<Memcached>) -> u64 {
     stat(m, "curr_connections").await - 1
 }
 
-/// [`client_conns`] once it reads the same three times in a row: a connection closed just
-/// before (the start-up check's, the previous `stats`) can still be counted for a moment, and a
-/// base one too high made the pool look short of a connection forever (1 run in 6).
-async fn settled_conns(m: &Arc<Memcached>) -> u64 {
-    let mut last = (client_conns(m).await, 1);
-    while last.1 < 3 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        let now = client_conns(m).await;
-        last = if now == last.0 {
-            (now, last.1 + 1)
-        } else {
-            (now, 1)
-        };
-    }
-    last.0
-}
-
 /// Concurrent gets of `key` until the server counts `n` more connections than `before` (with
 /// `min_idle(n)` the pool opens them itself): `n` connections sit in the client's pool afterwards.
 async fn fill_pool(client: &Client, m: &Arc<Memcached>, key: &str, before: u64, n: u64) {
@@ -174,7 +157,12 @@ async fn connections_closed_by_idle_timeout_are_replaced_without_a_failure() {
     }
     let m = Arc::new(Memcached::start(LO, 0, "-o idle_timeout=2"));
     // what the server counts without the client (its listener), before the pool connects
-    let base = settled_conns(&m).await;
+    let base = {
+        let m = m.clone();
+        tokio::task::spawn_blocking(move || m.settled_stat("curr_connections") - 1)
+            .await
+            .expect("stats")
+    };
     let c = Client::builder()
         .servers([Server::new("127.0.0.1", m.port)])
         .pool_size(4)
@@ -230,7 +218,12 @@ async fn a_restarted_server_is_used_at_once_without_a_failure() {
     let m = Arc::new(Memcached::start(LO, 0, ""));
     let port = m.port;
     // what the server counts without the client (its listener), before the pool connects
-    let base = settled_conns(&m).await;
+    let base = {
+        let m = m.clone();
+        tokio::task::spawn_blocking(move || m.settled_stat("curr_connections") - 1)
+            .await
+            .expect("stats")
+    };
     let c = Client::builder()
         .servers([Server::new("127.0.0.1", port)])
         .pool_size(4)

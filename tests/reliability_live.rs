@@ -168,7 +168,7 @@ fn connections_closed_by_idle_timeout_are_replaced_without_a_failure() {
         .min_idle(POOL as u32)
         .build()
         .unwrap();
-    let before = client_conns(&m);
+    let before = m.settled_stat("curr_connections") - 1;
     client.set("k", "v", 0, 0).unwrap();
     fill_pool(&client, &m, "k", before, POOL);
     let kicks = m.stat("idle_kicks");

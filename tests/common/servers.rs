@@ -315,6 +315,23 @@ impl Memcached {
         self.text().get_many(&[key]).remove(key)
     }
 
+    /// A counter from `stats` once it reads the same three times in a row: a connection that
+    /// was just closed (the start-up check's, the previous `stats`) can still be counted in
+    /// `curr_connections` for a moment.
+    pub fn settled_stat(&self, name: &str) -> u64 {
+        let (mut last, mut same) = (self.stat(name), 1);
+        while same < 3 {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = self.stat(name);
+            (last, same) = if now == last {
+                (now, same + 1)
+            } else {
+                (now, 1)
+            };
+        }
+        last
+    }
+
     /// A counter from `stats`.
     pub fn stat(&self, name: &str) -> u64 {
         let out = self.raw(b"stats\r\n", b"END\r\n");
