@@ -169,7 +169,7 @@ pub(crate) fn deadline_after(d: Duration) -> Instant {
 }
 
 /// The error for bytes found waiting on a connection when no reply was due.
-fn unasked(server: &str, bytes: &[u8], when: &str) -> Error {
+pub(crate) fn unasked(server: &str, bytes: &[u8], when: &str) -> Error {
     Error::protocol(
         server,
         format!(
@@ -177,6 +177,30 @@ fn unasked(server: &str, bytes: &[u8], when: &str) -> Error {
             String::from_utf8_lossy(&bytes[..bytes.len().min(64)])
         ),
     )
+}
+
+/// What a non-blocking read of up to `waiting.len()` bytes on a connection idle in a pool
+/// found (both clients): `None` when nothing is waiting (open and in step), else why the
+/// connection must not be reused.
+pub(crate) fn idle_check_error(
+    server: &str,
+    peeked: io::Result<usize>,
+    waiting: &[u8],
+) -> Option<Error> {
+    Some(match peeked {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+        Ok(0) => Error::Io {
+            server: server.to_string(),
+            kind: io::ErrorKind::UnexpectedEof,
+            message: "the server closed the connection while it was idle in the pool".into(),
+        },
+        Ok(n) => unasked(
+            server,
+            &waiting[..n.min(waiting.len())],
+            "while the connection was idle",
+        ),
+        Err(e) => Error::io(server, &e, "idle check", 0),
+    })
 }
 
 /// A connection to one memcached server.
@@ -340,20 +364,8 @@ impl Conn {
                 r => break r,
             }
         };
-        let e = match peeked {
-            // nothing waiting: open and in step
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Ok(0) => Error::Io {
-                server: self.server.clone(),
-                kind: io::ErrorKind::UnexpectedEof,
-                message: "the server closed the connection while it was idle in the pool".into(),
-            },
-            Ok(n) => unasked(
-                &self.server,
-                &waiting[..n.min(waiting.len())],
-                "while the connection was idle",
-            ),
-            Err(e) => Error::io(&self.server, &e, "idle check", 0),
+        let Some(e) = idle_check_error(&self.server, peeked, &waiting) else {
+            return Ok(());
         };
         self.broken = true;
         Err(e)

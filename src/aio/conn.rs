@@ -212,7 +212,11 @@ impl AsyncConn {
             return Err(Error::protocol(&self.server, "connection is broken"));
         }
         if self.start != self.end {
-            let e = unasked(&self.server, &self.buf[self.start..self.end]);
+            let e = crate::conn::unasked(
+                &self.server,
+                &self.buf[self.start..self.end],
+                "while the connection was idle",
+            );
             return Err(self.fail(e));
         }
         // A non-blocking read of what is waiting, if anything: bytes read here mean the
@@ -228,18 +232,10 @@ impl AsyncConn {
                 r => break r,
             }
         };
-        let e = match peeked {
-            // nothing waiting: the socket is open and in step
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Ok(0) => Error::Io {
-                server: self.server.clone(),
-                kind: io::ErrorKind::UnexpectedEof,
-                message: "the server closed the connection while it was idle in the pool".into(),
-            },
-            Ok(n) => unasked(&self.server, &probe[..n.min(probe.len())]),
-            Err(e) => Error::io(&self.server, &e, "idle check", 0),
-        };
-        Err(self.fail(e))
+        match crate::conn::idle_check_error(&self.server, peeked, &probe) {
+            None => Ok(()),
+            Some(e) => Err(self.fail(e)),
+        }
     }
 
     /// Give up on the connection (the stream can no longer be trusted).
@@ -475,17 +471,6 @@ pub(crate) fn deadline_after(d: Duration) -> Instant {
         // about 30 years: later than any timeout a builder accepts
         .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
         .unwrap_or(now)
-}
-
-/// The error for bytes found waiting on a connection that had no request in flight.
-fn unasked(server: &str, bytes: &[u8]) -> Error {
-    Error::protocol(
-        server,
-        format!(
-            "the server sent {:?} unasked while the connection was idle; the connection was dropped so that it is never read as a reply",
-            String::from_utf8_lossy(bytes)
-        ),
-    )
 }
 
 /// One failed connect of a pool, numbered.
