@@ -34,7 +34,7 @@ pub struct PeerConfig {
     pub hash_with_prefix: bool,
     /// The hash libmemcached built its (unweighted) ring with, when a later `--HASH` changed
     /// only the key hash: see [`crate::Ring::with_point_hash`].
-    pub ring_hash: Option<KeyHash>,
+    pub point_hash: Option<KeyHash>,
 }
 
 /// A configuration that cannot be used, and why.
@@ -200,7 +200,7 @@ pub fn twemproxy(yaml: &str, pool: Option<&str>) -> Result<PeerConfig, ConfigErr
         timeout,
         prefix: None,
         hash_with_prefix: false,
-        ring_hash: None,
+        point_hash: None,
     })
 }
 
@@ -269,7 +269,7 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
     let mut hash = KeyHash::OneAtATime;
     let mut hash_given = false;
     // the hash the (unweighted) ring was last built with
-    let mut ring_hash = None;
+    let mut point_hash = None;
     let mut policy = FailurePolicy::default();
     let mut timeout = None;
     let mut prefix = None;
@@ -319,7 +319,7 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
                     // memcached_server_add_with_weight: weight > 1 on a consistent handle turns
                     // weighted ketama on; every add rebuilds the ring with the current hash
                     weighted |= added.iter().any(|s| s.weight > 1);
-                    ring_hash = Some(hash);
+                    point_hash = Some(hash);
                 }
                 servers.extend(added);
             }
@@ -345,7 +345,7 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
                     libmemcached_hash(h)?;
                 }
                 if !servers.is_empty() {
-                    ring_hash = Some(hash);
+                    point_hash = Some(hash);
                 }
             }
             "--HASH" => {
@@ -387,10 +387,10 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
     }
     // An unweighted ring hashes its point names with the hash in effect when it was built; a
     // later --HASH changes only the key hash.
-    let ring_hash = if weighted {
+    let point_hash = if weighted {
         None
     } else {
-        ring_hash.filter(|&h| h != hash)
+        point_hash.filter(|&h| h != hash)
     };
     if servers.is_empty() {
         return err("the configuration string has no --SERVER");
@@ -414,6 +414,6 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
         timeout,
         prefix,
         hash_with_prefix,
-        ring_hash,
+        point_hash,
     })
 }

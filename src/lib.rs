@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! memshard: a memcached client that places every key on exactly the server other clients pick.
 //!
 //! A PHP app on php-memcached, a Python worker on pylibmc, a twemproxy and a Rust service on
@@ -59,26 +60,32 @@
 //! error mid-exchange is never reused, and a pooled one is checked before reuse.
 
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod aio;
-pub mod client;
+mod blocking;
+#[cfg(feature = "peer-config")]
+#[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
 pub mod config;
-pub mod conn;
+mod core;
 pub mod error;
 pub mod hash;
-pub mod health;
+mod health;
 mod md5x4;
+#[cfg(feature = "near-cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
 pub mod near;
 mod observe;
 pub mod plan;
-pub mod pool;
 pub mod proto;
 pub mod rejoin;
-pub mod replica;
 pub mod ring;
 pub mod servers;
 pub mod watch;
 
-pub use client::{Builder, Client, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+pub use crate::blocking::{Client, Replicated};
+pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
+pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+pub use crate::core::settings::Builder;
 pub use error::{Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError};
 pub use hash::{KeyHash, UnknownHash};
 pub use health::FailurePolicy;

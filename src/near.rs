@@ -2,7 +2,7 @@
 //! with a short TTL and a size bound, on moka. Off by default. Writes and deletes through the
 //! client invalidate it; reads of a cached key make no network call.
 
-use crate::client::Item;
+use crate::Item;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -93,17 +93,53 @@ pub(crate) fn retried(server: &str) {
     metrics::counter!("memshard_retries_total", "server" => server.to_string()).increment(1);
 }
 
-/// A span for one operation on one server, entered until dropped (nothing without the
-/// `tracing` feature).
+/// A span for one operation on one server (nothing without the `tracing` feature): entered
+/// by the blocking client for the whole call, attached to the future by the async one.
 pub(crate) struct Span {
     #[cfg(feature = "tracing")]
-    _entered: tracing::span::EnteredSpan,
+    span: tracing::Span,
+}
+
+/// The guard of an entered [`Span`].
+pub(crate) struct Entered<'a> {
+    #[cfg(feature = "tracing")]
+    _entered: tracing::span::Entered<'a>,
+    #[cfg(not(feature = "tracing"))]
+    _span: std::marker::PhantomData<&'a Span>,
+}
+
+impl Span {
+    /// Enter the span until the guard drops (not across an `.await`).
+    #[inline]
+    pub(crate) fn enter(&self) -> Entered<'_> {
+        Entered {
+            #[cfg(feature = "tracing")]
+            _entered: self.span.enter(),
+            #[cfg(not(feature = "tracing"))]
+            _span: std::marker::PhantomData,
+        }
+    }
+
+    /// `fut` run inside the span.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(crate) async fn run<F: std::future::Future>(&self, fut: F) -> F::Output {
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            fut.instrument(self.span.clone()).await
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            fut.await
+        }
+    }
 }
 
 #[inline]
 pub(crate) fn span(command: &'static str, server: &str) -> Span {
     Span {
         #[cfg(feature = "tracing")]
-        _entered: tracing::debug_span!("memshard", command, server).entered(),
+        span: tracing::debug_span!("memshard", command, server),
     }
 }

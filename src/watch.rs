@@ -1,7 +1,8 @@
 //! Watchers that keep a client's server list current: a server-list file re-read when it
-//! changes, and a DNS name whose addresses are the servers, re-resolved on an interval.
+//! changes, and a DNS name whose addresses are the servers, re-resolved on an interval. Both
+//! clients start them (`watch_server_file`, `watch_dns`); each runs on a thread of its own.
 
-use crate::client::Client;
+use crate::error::Result;
 use crate::servers::{Server, parse_server_list};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 /// A running watcher. Dropping it stops the watch.
 #[derive(Debug)]
+#[must_use = "dropping the watcher stops the watch"]
 pub struct Watcher {
     stop: Arc<AtomicBool>,
     state: Arc<WatchState>,
@@ -47,31 +49,29 @@ impl Drop for Watcher {
 }
 
 fn spawn(
-    client: &Client,
+    apply: impl Fn(Vec<Server>) -> Result<()> + Send + 'static,
     interval: Duration,
     mut read: impl FnMut() -> Result<Vec<Server>, String> + Send + 'static,
 ) -> Watcher {
     let stop = Arc::new(AtomicBool::new(false));
     let state = Arc::new(WatchState::default());
-    let (client, s2, st2) = (client.clone(), stop.clone(), state.clone());
+    let (s2, st2) = (stop.clone(), state.clone());
     let thread = std::thread::Builder::new()
         .name("memshard-watch".into())
         .spawn(move || {
             let mut current: Option<Vec<Server>> = None;
             while !s2.load(Ordering::Relaxed) {
                 match read() {
-                    Ok(list) if current.as_ref() != Some(&list) => {
-                        match client.set_servers(list.clone()) {
-                            Ok(()) => {
-                                current = Some(list);
-                                st2.applied.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Err(e) => {
-                                *st2.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some(e.to_string())
-                            }
+                    Ok(list) if current.as_ref() != Some(&list) => match apply(list.clone()) {
+                        Ok(()) => {
+                            current = Some(list);
+                            st2.applied.fetch_add(1, Ordering::Relaxed);
                         }
-                    }
+                        Err(e) => {
+                            *st2.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some(e.to_string())
+                        }
+                    },
                     Ok(_) => {}
                     Err(e) => *st2.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e),
                 }
@@ -92,48 +92,54 @@ fn spawn(
     }
 }
 
-impl Client {
-    /// Re-read the server-list file at `path` every `interval`; when its servers change, apply
-    /// them with [`Client::set_servers`]. A file that cannot be read or parsed leaves the servers
-    /// as they are (see [`Watcher::last_error`]).
-    pub fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher {
-        let path = path.into();
-        spawn(self, interval, move || {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let list = parse_server_list(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            if list.is_empty() {
-                return Err(format!(
-                    "{}: no servers; keeping the current list",
-                    path.display()
-                ));
-            }
-            Ok(list)
-        })
-    }
+/// Re-read the server-list file at `path` every `interval`; when its servers change, `apply`
+/// them. A file that cannot be read or parsed leaves the servers as they are (see
+/// [`Watcher::last_error`]).
+pub(crate) fn server_file(
+    apply: impl Fn(Vec<Server>) -> Result<()> + Send + 'static,
+    path: PathBuf,
+    interval: Duration,
+) -> Watcher {
+    spawn(apply, interval, move || {
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let list = parse_server_list(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if list.is_empty() {
+            return Err(format!(
+                "{}: no servers; keeping the current list",
+                path.display()
+            ));
+        }
+        Ok(list)
+    })
+}
 
-    /// Resolve `name` every `interval`; its A/AAAA addresses, each with `port` and `weight`, are
-    /// the servers. Addresses are sorted, so the order (and placement) does not flap when the
-    /// resolver returns them in another order.
-    pub fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher {
-        let name = name.to_string();
-        spawn(self, interval, move || {
-            let mut ips: Vec<std::net::IpAddr> = (name.as_str(), port)
-                .to_socket_addrs()
-                .map_err(|e| format!("resolving {name}: {e}"))?
-                .map(|a| a.ip())
-                .collect();
-            ips.sort();
-            ips.dedup();
-            if ips.is_empty() {
-                return Err(format!(
-                    "{name} resolved to no address; keeping the current list"
-                ));
-            }
-            Ok(ips
-                .into_iter()
-                .map(|ip| Server::new(ip.to_string(), port).with_weight(weight))
-                .collect())
-        })
-    }
+/// Resolve `name` every `interval`; its A/AAAA addresses, each with `port` and `weight`, are
+/// the servers, and `apply` gets them when they change. Addresses are sorted, so the order (and
+/// placement) does not flap when the resolver returns them in another order.
+pub(crate) fn dns(
+    apply: impl Fn(Vec<Server>) -> Result<()> + Send + 'static,
+    name: &str,
+    (port, weight): (u16, u32),
+    interval: Duration,
+) -> Watcher {
+    let name = name.to_string();
+    spawn(apply, interval, move || {
+        let mut ips: Vec<std::net::IpAddr> = (name.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| format!("resolving {name}: {e}"))?
+            .map(|a| a.ip())
+            .collect();
+        ips.sort();
+        ips.dedup();
+        if ips.is_empty() {
+            return Err(format!(
+                "{name} resolved to no address; keeping the current list"
+            ));
+        }
+        Ok(ips
+            .into_iter()
+            .map(|ip| Server::new(ip.to_string(), port).with_weight(weight))
+            .collect())
+    })
 }

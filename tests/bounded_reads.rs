@@ -12,8 +12,8 @@
 //! the connection, so a client without the bounds fails these tests with an I/O error (end of
 //! stream) instead of hanging. Elapsed times are printed, never asserted.
 
-use memshard::conn::{STATS_MAX_BYTES, STATS_MAX_LINES};
 use memshard::{Client, Error, Server};
+use memshard::{STATS_MAX_BYTES, STATS_MAX_LINES};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::sync::Arc;

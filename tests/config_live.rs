@@ -577,16 +577,16 @@ fn libmemcached_config_strings_place_as_libmemcached() {
         }
         let (flavor, hash) = (cfg.flavor, cfg.hash);
         let (hash_with_ns, ns) = (cfg.hash_with_prefix, cfg.prefix.clone().unwrap_or_default());
-        let ring = match Ring::with_point_hash(cfg.servers, flavor, Some(hash), cfg.ring_hash, None)
-        {
-            Ok(r) => r,
-            Err(e) => {
-                failures.push(format!(
-                    "config {cfg_str:?}: Ring::with_options({flavor:?}, {hash:?}) failed: {e}"
-                ));
-                continue;
-            }
-        };
+        let ring =
+            match Ring::with_point_hash(cfg.servers, flavor, Some(hash), cfg.point_hash, None) {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!(
+                        "config {cfg_str:?}: Ring::with_options({flavor:?}, {hash:?}) failed: {e}"
+                    ));
+                    continue;
+                }
+            };
         let want = parse_placements(&out);
         assert_eq!(
             want.len(),

@@ -15,7 +15,7 @@
 //!
 //! # Design: a bb8 pool per server, one request per connection at a time
 //!
-//! Each server gets a [bb8](https://docs.rs/bb8) pool of [`AsyncConn`]s (`pool_size`,
+//! Each server gets a [bb8](https://docs.rs/bb8) pool of connections (`pool_size`,
 //! `min_idle`, `checkout_timeout` map to bb8's `max_size`, `min_idle`, `connection_timeout`;
 //! the client checks each connection it checks out itself, see *Stale connections* below).
 //! A request checks a connection out, writes, reads its whole reply, and returns it.
@@ -49,7 +49,7 @@
 //! # Cancellation
 //!
 //! Every future is cancel-safe. A connection is *in flight* from the first byte of a request
-//! until the client has read every reply of the exchange ([`AsyncConn::complete`]); a
+//! until the client has read every reply of the exchange; a
 //! connection that goes back to its pool in flight — because the future using it was dropped
 //! by a `timeout`, a `select!`, or an aborted task — is closed by bb8 (`has_broken`), so no
 //! later request can read a reply meant for a cancelled one. `tests/async_live.rs` cancels
@@ -76,7 +76,7 @@
 //! A pooled connection may have been closed by the server while it sat idle (memcached
 //! `-o idle_timeout`, a restart), or the server may have written bytes that no request asked
 //! for. Every checkout first makes one non-blocking read on the socket
-//! ([`AsyncConn::idle_check`], no round trip): a connection at end of stream, reset, or with
+//! (no round trip): a connection at end of stream, reset, or with
 //! bytes waiting is dropped and the next one taken, and this counts nothing against the
 //! server. (A connection that fails this on its very first checkout, fresh from connecting,
 //! does count: the server closes or talks to new connections.)
@@ -85,12 +85,15 @@
 //! like that (end of stream, reset or broken pipe, on a reused connection, before any byte of
 //! the reply) does not count either; instead:
 //!
-//! - reads, `set`, `add`, `replace`, `delete`, `touch`, the multi-key calls and the
-//!   server-wide commands are sent again, once, on a new connection, and that outcome counts;
-//! - `incr`, `decr`, `cas`, `append` and `prepend` are never sent twice (their bytes may have
-//!   reached the server and a second application would change the value again): the error is
-//!   returned, saying so, and a `version` on a new connection decides what counts for the
-//!   server.
+//! - reads, `set`, `replace`, `delete`, `touch`, the multi-key calls and the server-wide
+//!   commands are sent again, once, on a new connection, and that outcome counts;
+//! - `add`, `incr`, `decr`, `cas`, `append` and `prepend` are never sent twice once a byte was
+//!   written (a second application would change the value again, or report a false
+//!   conflict): the error is returned, saying so, and counts nothing against the server; the
+//!   next request's new connection finds out whether the server is well.
+//!
+//! These rules, and everything else that is not I/O, are the blocking client's own: both
+//! clients run the same sans-IO core.
 //!
 //! A reply that cannot belong to its request (`STORED` to a get, a `VALUE` for a key that was
 //! not asked for) is a `Protocol` error, and the connection is dropped.
@@ -105,6 +108,11 @@
 
 mod client;
 mod conn;
+mod pool;
+mod prober;
+mod replica;
 
-pub use client::{Builder, Client};
-pub use conn::{AsyncConn, Manager};
+/// The builder of the async [`Client`]: the blocking client's settings, names and defaults.
+pub type Builder = crate::Builder<Client>;
+pub use client::Client;
+pub use replica::Replicated;

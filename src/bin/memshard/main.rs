@@ -398,7 +398,7 @@ impl RingArgs {
                 p.servers.clone(),
                 p.flavor,
                 Some(p.hash),
-                p.ring_hash,
+                p.point_hash,
                 p.hash_tag,
             )
             .map_err(usage)?;

@@ -22,32 +22,22 @@
 //! [`Pool::invalidate`] (called when the server is marked down) drops the idle connections and
 //! keeps the checked-out ones from coming back: the server may be restarted meanwhile.
 
-use crate::conn::{Conn, ConnOptions};
+use super::conn::Conn;
+use crate::core::exchange::Single;
+use crate::core::failover::ServerPool;
+use crate::core::link::ConnOptions;
+use crate::core::settings::PoolSettings;
 use crate::error::{Error, Result};
-use crate::proto::{Reply, Request};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// How a pool is sized and waited on.
-#[derive(Clone, Copy, Debug)]
-pub struct PoolConfig {
-    /// Connections at most (0 is taken as 1).
-    pub size: u32,
-    /// Idle connections to keep open once the server is in use (at most `size`).
-    pub min_idle: u32,
-    /// Longest wait for a connection when all `size` are checked out.
-    pub checkout_timeout: Duration,
-    /// A `version` round trip before a pooled connection is reused.
-    pub ping: bool,
-}
-
 /// The connections to one server.
-pub struct Pool {
+pub(crate) struct Pool {
     host: String,
     port: u16,
     server: String,
     opts: ConnOptions,
-    cfg: PoolConfig,
+    cfg: PoolSettings,
     state: Mutex<State>,
     /// Signalled when a checked-out connection comes back (or its slot frees).
     returned: Condvar,
@@ -77,7 +67,8 @@ impl std::fmt::Debug for Pool {
 
 /// Counts of a pool, for tests and diagnostics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolState {
+#[cfg(test)]
+pub(crate) struct PoolState {
     /// Idle connections.
     pub idle: usize,
     /// Connections checked out (or being connected).
@@ -85,7 +76,7 @@ pub struct PoolState {
 }
 
 /// A connection checked out of a pool; it goes back (or, if broken, is closed) on drop.
-pub struct Pooled<'p> {
+pub(crate) struct Pooled<'p> {
     pool: &'p Pool,
     /// Always `Some` until dropped.
     conn: Option<Conn>,
@@ -102,9 +93,10 @@ impl std::fmt::Debug for Pooled<'_> {
     }
 }
 
+#[cfg(test)]
 impl Pooled<'_> {
-    /// True when the connection sat idle in the pool before this checkout (false for a new one).
-    pub fn is_reused(&self) -> bool {
+    /// True when the connection sat idle in the pool before this checkout.
+    pub(crate) fn is_reused(&self) -> bool {
         self.reused
     }
 }
@@ -137,7 +129,13 @@ impl Drop for Pooled<'_> {
 impl Pool {
     /// A pool for `host:port` (`host` starting with `/`: a unix socket); `server` is the
     /// address used in errors. Opens nothing.
-    pub fn new(host: &str, port: u16, server: &str, opts: ConnOptions, cfg: PoolConfig) -> Pool {
+    pub(crate) fn new(
+        host: &str,
+        port: u16,
+        server: &str,
+        opts: ConnOptions,
+        cfg: PoolSettings,
+    ) -> Pool {
         Pool {
             host: host.to_string(),
             port,
@@ -165,7 +163,8 @@ impl Pool {
     }
 
     /// Idle and checked-out connections now.
-    pub fn state(&self) -> PoolState {
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> PoolState {
         let st = self.lock();
         PoolState {
             idle: st.idle.len(),
@@ -175,13 +174,13 @@ impl Pool {
 
     /// A connection: an idle one that passes its idle check, else a new one. See the module
     /// documentation for what is waited for and what each error means.
-    pub fn get(&self) -> Result<Pooled<'_>> {
+    pub(crate) fn get(&self) -> Result<Pooled<'_>> {
         self.checkout(false)
     }
 
     /// A new connection, never an idle one (the retry after a stale connection): the slot of
     /// an idle connection is taken for it if every slot is in use.
-    pub fn get_new(&self) -> Result<Pooled<'_>> {
+    pub(crate) fn get_new(&self) -> Result<Pooled<'_>> {
         self.checkout(true)
     }
 
@@ -194,7 +193,7 @@ impl Pool {
                 let current = generation == st.generation;
                 drop(st);
                 if current && self.reusable(&mut conn) {
-                    conn.begin(true);
+                    conn.link.checked_out();
                     return Ok(Pooled {
                         pool: self,
                         conn: Some(conn),
@@ -254,21 +253,15 @@ impl Pool {
         if !self.cfg.ping {
             return true;
         }
-        conn.begin(true);
-        let pinged =
-            conn.send_requests([Request::Version])
-                .and_then(|_| match conn.read_reply()? {
-                    Reply::Version(_) => conn.end_exchange(),
-                    other => Err(conn.unexpected(&other, "version")),
-                });
-        pinged.is_ok()
+        conn.link.checked_out();
+        conn.run(&mut Single::version()).is_ok()
     }
 
     /// Connect in a slot already counted in `busy`; on failure the slot is freed.
     fn connect_in_slot(&self, generation: u64) -> Result<Pooled<'_>> {
         match Conn::connect(&self.host, self.port, &self.server, &self.opts) {
             Ok(mut conn) => {
-                conn.begin(false);
+                conn.link.checked_out();
                 self.top_up();
                 Ok(Pooled {
                     pool: self,
@@ -324,7 +317,7 @@ impl Pool {
     /// A checked-out connection comes back: kept if it is in step and current, closed
     /// otherwise (outside the lock).
     fn put_back(&self, conn: Conn, generation: u64) {
-        let keep = !conn.is_broken() && !conn.has_unread();
+        let keep = !conn.link.is_broken() && !conn.link.is_in_flight();
         let mut st = self.lock();
         let closed = if keep && generation == st.generation {
             st.idle.push((conn, generation));
@@ -339,12 +332,18 @@ impl Pool {
     /// Never reuse the connections open now: the idle ones are closed, the checked-out ones
     /// are closed when they come back. For a server just marked down, which may be restarted
     /// before it is used again.
-    pub fn invalidate(&self) {
+    fn invalidate_now(&self) {
         let mut st = self.lock();
         st.generation = st.generation.wrapping_add(1);
         let idle = std::mem::take(&mut st.idle);
         drop(st);
         drop(idle);
+    }
+}
+
+impl ServerPool for Pool {
+    fn invalidate(&self) {
+        self.invalidate_now();
     }
 }
 
@@ -435,7 +434,7 @@ mod tests {
             port,
             &format!("127.0.0.1:{port}"),
             ConnOptions::default(),
-            PoolConfig {
+            PoolSettings {
                 size,
                 min_idle: 0,
                 checkout_timeout: Duration::from_millis(checkout_ms),
@@ -445,12 +444,10 @@ mod tests {
     }
 
     fn get_miss(c: &mut Conn) {
-        c.send_requests([Request::Get {
-            keys: &[b"k"],
-            cas: false,
-        }])
-        .expect("send");
-        assert_eq!(c.read_reply().expect("reply"), Reply::End);
+        let keys: [&[u8]; 1] = [b"k"];
+        let mut ex = crate::core::exchange::Retrieve::new(&keys, false, None);
+        c.run(&mut ex).expect("get");
+        assert_eq!(ex.take_hits(), vec![None]);
     }
 
     fn wait_for(mut done: impl FnMut() -> bool) {
@@ -602,7 +599,7 @@ mod tests {
             f.port,
             "fake",
             ConnOptions::default(),
-            PoolConfig {
+            PoolSettings {
                 size: 4,
                 min_idle: 3,
                 checkout_timeout: Duration::from_millis(50),

@@ -1,0 +1,151 @@
+//! The async client's per-server pool: bb8 over [`AsyncConn`]s, plus what bb8 lacks.
+//!
+//! - **Fail fast on a refused connect.** bb8 connects in a spawned task and reports its errors
+//!   only to its error sink; with `retry_connection(false)` nothing wakes the checkouts waiting
+//!   for that connection (bb8 0.9 `add_connection` only frees the slot), so they would wait out
+//!   the whole checkout timeout. The sink publishes each connect failure, numbered, and waiting
+//!   checkouts watch it and fail at once with the connect error, counted once for the server
+//!   however many checkouts it ends.
+//! - **Invalidation.** bb8 cannot drop its connections on demand; each connection carries the
+//!   generation it was made in, and one from before the server went down is reported broken
+//!   ([`bb8::ManageConnection::has_broken`]) and never reused.
+
+use super::conn::AsyncConn;
+use crate::core::failover::ServerPool;
+use crate::core::link::ConnOptions;
+use crate::core::settings::PoolSettings;
+use crate::error::Error;
+use crate::servers::Server;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// One failed connect of a pool, numbered.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectFailure {
+    /// 1, 2, ... in the order the pool's connects failed.
+    pub(crate) seq: u64,
+    /// When.
+    pub(crate) at: Instant,
+    /// The connect error.
+    pub(crate) error: Error,
+}
+
+type ConnectFailures = Arc<tokio::sync::watch::Sender<Option<ConnectFailure>>>;
+
+/// bb8's error sink: publishes each connect error.
+#[derive(Clone)]
+struct Sink(ConnectFailures);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sink")
+    }
+}
+
+impl bb8::ErrorSink<Error> for Sink {
+    fn sink(&self, e: Error) {
+        self.0.send_modify(|last| {
+            let seq = last.as_ref().map_or(1, |f| f.seq.saturating_add(1));
+            *last = Some(ConnectFailure {
+                seq,
+                at: Instant::now(),
+                error: e,
+            });
+        });
+    }
+    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<Error>> {
+        Box::new(self.clone())
+    }
+}
+
+/// Makes async connections to one server for bb8, and tells broken ones.
+#[derive(Debug, Clone)]
+pub(crate) struct Manager {
+    server: Server,
+    opts: ConnOptions,
+    generation: Arc<AtomicU64>,
+}
+
+impl bb8::ManageConnection for Manager {
+    type Connection = AsyncConn;
+    type Error = Error;
+
+    async fn connect(&self) -> Result<AsyncConn, Error> {
+        let s = &self.server;
+        let mut c = AsyncConn::connect(&s.host, s.port, &s.addr, &self.opts).await?;
+        c.generation = self.generation.load(Ordering::Acquire);
+        Ok(c)
+    }
+
+    /// The client checks every connection it checks out itself (idle check, optional ping),
+    /// so that a stale connection is told apart from a failing server.
+    async fn is_valid(&self, conn: &mut AsyncConn) -> Result<(), Error> {
+        conn.idle_check()
+    }
+
+    /// Broken, still in flight (its exchange was abandoned, e.g. by a dropped future), or made
+    /// before the server went down: never reused. No I/O.
+    fn has_broken(&self, conn: &mut AsyncConn) -> bool {
+        conn.link.is_broken()
+            || conn.link.is_in_flight()
+            || conn.generation != self.generation.load(Ordering::Acquire)
+    }
+}
+
+/// A server's pool; see the module docs.
+pub(crate) struct Pool {
+    pub(crate) bb8: bb8::Pool<Manager>,
+    generation: Arc<AtomicU64>,
+    /// The pool's last connect failure, watched by waiting checkouts.
+    pub(crate) failures: ConnectFailures,
+    /// The newest connect failure already counted for health.
+    pub(crate) counted: AtomicU64,
+    pub(crate) size: u32,
+}
+
+impl Pool {
+    /// A pool for `server`; opens nothing unless `min_idle` asks. Must be called inside a
+    /// tokio runtime (bb8 runs its upkeep as tasks).
+    pub(crate) fn new(server: &Server, opts: ConnOptions, cfg: PoolSettings) -> Pool {
+        let failures: ConnectFailures = Arc::new(tokio::sync::watch::Sender::new(None));
+        let generation = Arc::new(AtomicU64::new(0));
+        let manager = Manager {
+            server: server.clone(),
+            opts,
+            generation: generation.clone(),
+        };
+        let bb8 = bb8::Pool::builder()
+            .max_size(cfg.size)
+            .min_idle(cfg.min_idle)
+            .connection_timeout(cfg.checkout_timeout)
+            .test_on_check_out(false)
+            // one connect attempt per checkout; the failure policy decides about retrying
+            .retry_connection(false)
+            .error_sink(Box::new(Sink(failures.clone())))
+            .build_unchecked(manager);
+        Pool {
+            bb8,
+            generation,
+            failures,
+            counted: AtomicU64::new(0),
+            size: cfg.size,
+        }
+    }
+
+    /// Whether `c` was made in the current generation.
+    pub(crate) fn is_current(&self, c: &AsyncConn) -> bool {
+        c.generation == self.generation.load(Ordering::Acquire)
+    }
+
+    /// Whether connect failure `f` is counted by this caller (no other checkout counted it).
+    pub(crate) fn first_to_count(&self, f: &ConnectFailure) -> bool {
+        self.counted.fetch_max(f.seq, Ordering::AcqRel) < f.seq
+    }
+}
+
+impl ServerPool for Pool {
+    fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}

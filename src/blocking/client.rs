@@ -1,0 +1,215 @@
+//! The blocking client: routes every command to the owner of its key, runs the core's
+//! exchanges on pooled connections in the caller's thread, and fans multi-key operations out
+//! across servers.
+
+use super::conn::Conn;
+use super::fan_out::fan_out;
+use super::pool::{Pool, Pooled};
+use super::prober;
+use crate::core::call::{Failed, after_failure};
+use crate::core::exchange::{Exchange, Retrieve};
+use crate::core::route::{Group, finish};
+use crate::core::settings::Builder;
+use crate::core::view::Member;
+use crate::core::{Core, outcome::*};
+use crate::error::Result;
+use crate::observe;
+use crate::servers::Server;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(crate) type Shared = Core<Pool>;
+pub(crate) type Server_ = Member<Pool>;
+
+/// A pooled memcached client over a ketama ring. Cheap to clone (an `Arc`), `Send + Sync`.
+///
+/// ```no_run
+/// use memshard::{Client, StoreOutcome};
+/// let client = Client::builder().server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?.build()?;
+/// assert_eq!(client.set("k", "v", 0, 300)?, StoreOutcome::Stored);
+/// assert_eq!(client.get("k")?.unwrap().value, b"v");
+/// # Ok::<(), memshard::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) core: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.core.describe("Client", f)
+    }
+}
+
+impl Builder<Client> {
+    /// Build the ring and one pool per server. No connection is opened yet (unless
+    /// `min_idle` asks for some, on first use), so a server that is down does not stop the
+    /// build. Settings that cannot work fail here with [`Error::Setting`](crate::Error::Setting).
+    pub fn build(self) -> Result<Client> {
+        let settings = self.checked()?;
+        let (conn, pool) = (settings.conn.clone(), settings.pool);
+        let make = move |s: &Server| Pool::new(&s.host, s.port, &s.addr, conn.clone(), pool);
+        Ok(Client {
+            core: Arc::new(Core::new(settings, Box::new(make))?),
+        })
+    }
+}
+
+impl Client {
+    crate::core::api::membership_methods!();
+    crate::core::api::command_methods!();
+
+    /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
+    /// check, else a new one; `new`: always a new one (the retry after a stale connection).
+    fn checkout<'m>(&self, m: &'m Server_, new: bool) -> Result<Pooled<'m>> {
+        self.core.available(m)?;
+        let waited = Instant::now();
+        let got = if new { m.pool.get_new() } else { m.pool.get() };
+        observe::pool_wait(&m.server.addr, waited.elapsed());
+        got
+    }
+
+    /// `ex` on a pooled connection to `m`, and once more on a new connection if that failed
+    /// only because the connection was stale and `ex` may be sent again. Also whether the
+    /// outcome tells anything about the server.
+    fn exchange<E: Exchange>(&self, m: &Server_, ex: &mut E) -> (Result<E::Output>, bool) {
+        let mut conn = match self.checkout(m, false) {
+            Ok(c) => c,
+            Err(e) => return (Err(e), true),
+        };
+        match conn.run(ex) {
+            Ok(v) => (Ok(v), true),
+            Err(e) => self.after_failure(m, conn, e, ex),
+        }
+    }
+
+    /// `ex` failed with `e` on `conn`: once more on a new connection after a stale one, if
+    /// `ex` may be sent again (see [`after_failure`]).
+    fn after_failure<E: Exchange>(
+        &self,
+        m: &Server_,
+        conn: Pooled<'_>,
+        e: crate::Error,
+        ex: &mut E,
+    ) -> (Result<E::Output>, bool) {
+        match after_failure(e, &conn.link, ex.resend()) {
+            Failed::Final { error, counts } => (Err(error), counts),
+            Failed::Retry => {
+                drop(conn);
+                ex.restart();
+                (self.checkout(m, true).and_then(|mut c| c.run(ex)), true)
+            }
+        }
+    }
+
+    /// Run `ex` with `m` (see [`Client::exchange`]) and count the outcome.
+    fn on<E: Exchange>(&self, m: &Arc<Server_>, ex: &mut E) -> Result<E::Output> {
+        let call = self.core.call(m, ex.command());
+        let entered = call.span.enter();
+        let (r, counts) = self.exchange(m, ex);
+        drop(entered);
+        self.ended(call, m, r.as_ref().err(), counts);
+        r
+    }
+
+    fn ended(
+        &self,
+        call: crate::core::call::Call,
+        m: &Arc<Server_>,
+        err: Option<&crate::Error>,
+        counts: bool,
+    ) {
+        if self.core.ended(call, m, err, counts) {
+            prober::start(&self.core);
+        }
+    }
+
+    /// Get many keys: one pipelined request per server, servers in parallel. Results are in
+    /// the order of `keys`; a failing server gives errors for its keys only.
+    #[must_use = "each key has its own result"]
+    pub fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        let (batch, mut out) = self.core.read_batch(keys);
+        let wires = batch.group_keys();
+        let mut exs: Vec<Retrieve> = wires
+            .iter()
+            .map(|w| Retrieve::new(w, false, None))
+            .collect();
+        // Like libmemcached's mget: first one write to every server, then read the replies
+        // server by server. The servers work in parallel while we read; no thread is spawned
+        // (spawning one per server cost more than the whole exchange on loopback).
+        let members: Vec<_> = batch.groups.iter().map(|g| g.member.clone()).collect();
+        let calls: Vec<_> = members
+            .iter()
+            .map(|m| self.core.call(m, "get_multi"))
+            .collect();
+        let started: Vec<Result<(Pooled, Result<()>)>> = members
+            .iter()
+            .zip(&mut exs)
+            .map(|(m, ex)| {
+                let mut conn = self.checkout(m, false)?;
+                let wrote = conn.start(ex).map(drop);
+                Ok((conn, wrote))
+            })
+            .collect();
+        let each = members.iter().zip(&mut exs).zip(calls).zip(started);
+        for (gi, (((m, ex), call), conn)) in each.enumerate() {
+            let (r, counts) = match conn {
+                Err(e) => (Err(e), true),
+                Ok((conn, wrote)) => self.finish_multi_get(m, conn, wrote, ex),
+            };
+            self.ended(call, m, r.as_ref().err(), counts);
+            batch.place_hits(&self.core, &mut out, gi, ex, r.err().as_ref());
+        }
+        finish(out)
+    }
+
+    /// Read the replies of `m`'s group on `conn` (where `ex` was started and `wrote` its
+    /// requests), or after a stale connection, once more on a new one.
+    fn finish_multi_get(
+        &self,
+        m: &Server_,
+        mut conn: Pooled<'_>,
+        wrote: Result<()>,
+        ex: &mut Retrieve<'_>,
+    ) -> (Result<()>, bool) {
+        match wrote.and_then(|()| conn.finish(ex)) {
+            Ok(()) => (Ok(()), true),
+            Err(e) => self.after_failure(m, conn, e, ex),
+        }
+    }
+
+    /// For each group, `make(group)`'s exchange with its server, servers in parallel (at most
+    /// [`fan_out`]'s threads), and `results(exchange, outcome, group)` in group order.
+    fn each_group<'g, 'k: 'g, E: Exchange, T: Send>(
+        &self,
+        groups: &'g [Group<'k, Pool>],
+        make: impl Fn(&'g Group<'k, Pool>) -> E + Sync,
+        results: impl Fn(E, Result<E::Output>, &Group<'k, Pool>) -> Vec<Result<T>> + Sync,
+    ) -> Vec<Vec<Result<T>>> {
+        fan_out(groups, |g| {
+            let mut ex = make(g);
+            let r = self.on(&g.member, &mut ex);
+            results(ex, r, g)
+        })
+    }
+
+    /// `make()`'s exchange on every server, in parallel; results in server order.
+    fn on_all<E: Exchange>(&self, make: impl Fn() -> E + Sync) -> Vec<(Server, Result<E::Output>)>
+    where
+        E::Output: Send,
+    {
+        let view = self.core.view();
+        let results = fan_out(&view.members, |m| self.on(m, &mut make()));
+        view.members
+            .iter()
+            .map(|m| m.server.clone())
+            .zip(results)
+            .collect()
+    }
+
+    /// For the prober: a new connection to `m`, driven through `ex`.
+    pub(crate) fn connect(core: &Shared, m: &Server_) -> Result<Conn> {
+        let s = &m.server;
+        Conn::connect(&s.host, s.port, &s.addr, &core.settings.conn)
+    }
+}

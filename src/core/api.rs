@@ -1,0 +1,474 @@
+//! The public methods both clients have word for word, defined once and expanded into each
+//! client's `impl`: builder, rings, membership, watchers and near-cache counters (no I/O), and
+//! the single-key and server-wide commands, whose bodies only call the client's own I/O
+//! helpers — the blocking client's plainly, the async client's with `.await`.
+
+/// Expands, inside `impl Client`, the client methods that are the same for both clients. The
+/// client must have a `core: Arc<Core<_>>` field.
+macro_rules! membership_methods {
+    () => {
+        /// A builder with every default.
+        pub fn builder() -> $crate::Builder<Self> {
+            $crate::Builder::default()
+        }
+
+        /// The ring over every configured server (placement when all servers are up).
+        pub fn ring(&self) -> std::sync::Arc<$crate::Ring> {
+            self.core.ring()
+        }
+
+        /// The ring in force now: with auto-eject and a server down, the ring over the live
+        /// servers.
+        pub fn current_ring(&self) -> std::sync::Arc<$crate::Ring> {
+            self.core.current_ring()
+        }
+
+        /// Servers currently marked down.
+        pub fn down_servers(&self) -> Vec<$crate::Server> {
+            self.core.down_servers()
+        }
+
+        /// Replace the server list while the client runs. The new ring is swapped in
+        /// atomically; requests in flight finish on the ring they started with; servers that
+        /// stay keep their pools (and health), new servers get pools, removed servers' pools
+        /// are dropped once their last request returns. Flavor, key hash and hash tag stay as
+        /// built. `plan_servers` tells beforehand what the change costs.
+        pub fn set_servers(&self, servers: Vec<$crate::Server>) -> $crate::Result<()> {
+            self.core.set_servers(servers)
+        }
+
+        /// What `set_servers` with `servers` would cost, on `keys` (see
+        /// [`plan`](crate::plan::plan)): the share of keys that move, per pair of servers, and
+        /// the imbalance before and after, on the ring this client routes with.
+        pub fn plan_servers(
+            &self,
+            servers: &[$crate::Server],
+            keys: &$crate::plan::Keys,
+        ) -> $crate::Result<$crate::plan::Plan> {
+            self.core.plan_servers(servers, keys)
+        }
+
+        /// Near-cache counters, when the near cache is on.
+        #[cfg(feature = "near-cache")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
+        pub fn near_cache_stats(&self) -> Option<$crate::near::NearCacheStats> {
+            self.core.near.as_ref().map($crate::near::NearCache::stats)
+        }
+
+        /// Re-read the server-list file at `path` every `interval` (on a thread of its own);
+        /// when its servers change, apply them with `set_servers`. A file that cannot be read
+        /// or parsed leaves the servers as they are (see
+        /// [`Watcher::last_error`](crate::watch::Watcher::last_error)).
+        pub fn watch_server_file(
+            &self,
+            path: impl Into<std::path::PathBuf>,
+            interval: std::time::Duration,
+        ) -> $crate::watch::Watcher {
+            let core = self.core.clone();
+            $crate::watch::server_file(move |list| core.set_servers(list), path.into(), interval)
+        }
+
+        /// Resolve `name` every `interval` (on a thread of its own); its A/AAAA addresses,
+        /// each with `port` and `weight`, are the servers, applied with `set_servers` when
+        /// they change.
+        pub fn watch_dns(
+            &self,
+            name: &str,
+            port: u16,
+            weight: u32,
+            interval: std::time::Duration,
+        ) -> $crate::watch::Watcher {
+            let core = self.core.clone();
+            let apply = move |list| core.set_servers(list);
+            $crate::watch::dns(apply, name, (port, weight), interval)
+        }
+    };
+}
+
+pub(crate) use membership_methods;
+
+/// Expands, inside `impl Client`, the single-key, multi-write and server-wide commands: `()`
+/// for the blocking client, `(async await)` for the async one. The client provides the helpers
+/// they call, with these names and arguments: `retrieve`, `store`, `delete_on`, `arith`, `on`,
+/// `on_all`, `each_group` (servers in parallel: threads, or concurrent futures).
+macro_rules! command_methods {
+    ($($async:tt $await:tt)?) => {
+        /// The retrieval `ex` (of one key) on `m`.
+        pub(crate) $($async)? fn retrieve_on(
+            &self,
+            m: &std::sync::Arc<$crate::core::view::Member<Pool>>,
+            ex: &mut $crate::core::exchange::Retrieve<'_>,
+        ) -> $crate::Result<Option<$crate::Item>> {
+            self.on(m, ex)$(.$await)??;
+            Ok(self.core.single_hit(m, ex))
+        }
+
+        $($async)? fn retrieve(
+            &self,
+            key: &[u8],
+            cas: bool,
+            touch: Option<u32>,
+        ) -> $crate::Result<Option<$crate::Item>> {
+            let r = self.core.route(key, false)?;
+            let keys = [&r.wire[..]];
+            let mut ex = $crate::core::exchange::Retrieve::new(&keys, cas, touch);
+            self.retrieve_on(&r.member, &mut ex)$(.$await)?
+        }
+
+        /// One storage command of `wire` on `m`.
+        pub(crate) $($async)? fn store_on(
+            &self,
+            m: &std::sync::Arc<$crate::core::view::Member<Pool>>,
+            cmd: $crate::proto::StoreCommand,
+            wire: &[u8],
+            value: &[u8],
+            (flags, exptime): (u32, u32),
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            self.core.keys.check_value(value)?;
+            let mut ex = $crate::core::exchange::Single::store(cmd, wire, value, flags, exptime);
+            self.on(m, &mut ex)$(.$await)?
+        }
+
+        $($async)? fn store(
+            &self,
+            cmd: $crate::proto::StoreCommand,
+            key: &[u8],
+            value: &[u8],
+            meta: (u32, u32),
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let r = self.core.route(key, true)?;
+            let res = self.store_on(&r.member, cmd, &r.wire, value, meta)$(.$await)?;
+            self.core.forget([key]);
+            res
+        }
+
+        /// `delete` of `wire` on `m`.
+        pub(crate) $($async)? fn delete_on(
+            &self,
+            m: &std::sync::Arc<$crate::core::view::Member<Pool>>,
+            wire: &[u8],
+        ) -> $crate::Result<$crate::DeleteOutcome> {
+            self.on(m, &mut $crate::core::exchange::Single::delete(wire))$(.$await)?
+        }
+
+        $($async)? fn arith(&self, incr: bool, key: &[u8], delta: u64) -> $crate::Result<Option<u64>> {
+            let r = self.core.route(key, true)?;
+            let mut ex = $crate::core::exchange::Single::arith(incr, &r.wire, delta);
+            let res = self.on(&r.member, &mut ex)$(.$await)?;
+            self.core.forget([key]);
+            res
+        }
+
+        /// `get`: the value, or `None` on a miss. Keys marked for the near cache are served
+        /// from the process while their cached copy is fresh.
+        pub $($async)? fn get(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
+            let key = key.as_ref();
+            if let Some(item) = self.core.near_lookup(key) {
+                return Ok(Some(item));
+            }
+            let found = self.retrieve(key, false, None)$(.$await)??;
+            if let Some(item) = &found {
+                self.core.near_keep(key, item);
+            }
+            Ok(found)
+        }
+
+        /// `gets`: the value with its CAS unique.
+        pub $($async)? fn gets(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
+            self.retrieve(key.as_ref(), true, None)$(.$await)?
+        }
+
+        /// `gat`: get and set a new expiry.
+        pub $($async)? fn gat(
+            &self,
+            key: impl AsRef<[u8]>,
+            exptime: u32,
+        ) -> $crate::Result<Option<$crate::Item>> {
+            self.retrieve(key.as_ref(), false, Some(exptime))$(.$await)?
+        }
+
+        /// `gats`: get with CAS unique and set a new expiry.
+        pub $($async)? fn gats(
+            &self,
+            key: impl AsRef<[u8]>,
+            exptime: u32,
+        ) -> $crate::Result<Option<$crate::Item>> {
+            self.retrieve(key.as_ref(), true, Some(exptime))$(.$await)?
+        }
+
+        /// `set`: store unconditionally. `exptime` 0 = never expires.
+        pub $($async)? fn set(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+            flags: u32,
+            exptime: u32,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::Set, k, v, (flags, exptime))$(.$await)?
+        }
+
+        /// `add`: store only if absent (`NotStored` otherwise).
+        pub $($async)? fn add(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+            flags: u32,
+            exptime: u32,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::Add, k, v, (flags, exptime))$(.$await)?
+        }
+
+        /// `replace`: store only if present (`NotStored` otherwise).
+        pub $($async)? fn replace(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+            flags: u32,
+            exptime: u32,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::Replace, k, v, (flags, exptime))$(.$await)?
+        }
+
+        /// `append` to an existing value (`NotStored` if absent).
+        pub $($async)? fn append(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::Append, k, v, (0, 0))$(.$await)?
+        }
+
+        /// `prepend` to an existing value (`NotStored` if absent).
+        pub $($async)? fn prepend(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::Prepend, k, v, (0, 0))$(.$await)?
+        }
+
+        /// `cas`: store only if the item's CAS unique is still `cas` (`Exists` if it changed,
+        /// `NotFound` if it is gone).
+        pub $($async)? fn cas(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+            flags: u32,
+            exptime: u32,
+            cas: u64,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::Cas(cas), k, v, (flags, exptime))$(.$await)?
+        }
+
+        /// `delete`.
+        pub $($async)? fn delete(&self, key: impl AsRef<[u8]>) -> $crate::Result<$crate::DeleteOutcome> {
+            let key = key.as_ref();
+            let r = self.core.route(key, true)?;
+            let res = self.delete_on(&r.member, &r.wire)$(.$await)?;
+            self.core.forget([key]);
+            res
+        }
+
+        /// `incr`: the new value, or `None` if the key does not exist.
+        pub $($async)? fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> $crate::Result<Option<u64>> {
+            self.arith(true, key.as_ref(), delta)$(.$await)?
+        }
+
+        /// `decr` (memcached stops at 0): the new value, or `None` if the key does not exist.
+        pub $($async)? fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> $crate::Result<Option<u64>> {
+            self.arith(false, key.as_ref(), delta)$(.$await)?
+        }
+
+        /// `touch`: set a new expiry.
+        pub $($async)? fn touch(
+            &self,
+            key: impl AsRef<[u8]>,
+            exptime: u32,
+        ) -> $crate::Result<$crate::TouchOutcome> {
+            let r = self.core.route(key.as_ref(), true)?;
+            let mut ex = $crate::core::exchange::Single::touch(&r.wire, exptime);
+            self.on(&r.member, &mut ex)$(.$await)?
+        }
+
+        /// Set many items: pipelined per server, servers in parallel. Results in input order.
+        pub $($async)? fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+            &self,
+            items: &[(K, V)],
+            flags: u32,
+            exptime: u32,
+        ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
+            use $crate::core::exchange::{WriteMany, store_outcome};
+            let batch = self.core.set_batch(items, (flags, exptime));
+            let sets = |g| WriteMany::new("set_multi", batch.sets(g, false), store_outcome);
+            let results = self
+                .each_group(&batch.groups, sets, |ex, r, _| ex.results(r.err().as_ref()))
+                $(.$await)?;
+            batch.finish_writes(&self.core, results)
+        }
+
+        /// Delete many keys: pipelined per server, servers in parallel. Results in input order.
+        pub $($async)? fn delete_multi<K: AsRef<[u8]>>(
+            &self,
+            keys: &[K],
+        ) -> Vec<$crate::Result<$crate::DeleteOutcome>> {
+            use $crate::core::exchange::{WriteMany, delete_outcome};
+            let batch = self.core.delete_batch(keys);
+            let deletes = |g| WriteMany::new("delete_multi", batch.deletes(g), delete_outcome);
+            let results = self
+                .each_group(&batch.groups, deletes, |ex, r, _| ex.results(r.err().as_ref()))
+                $(.$await)?;
+            batch.finish_writes(&self.core, results)
+        }
+
+        /// Set many items with `noreply`, then one `version` per server to learn that the
+        /// server has read them all. memcached still answers errors to noreply commands; a
+        /// server that sent any gives an error for each of its keys (which key failed is not
+        /// knowable).
+        pub $($async)? fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+            &self,
+            items: &[(K, V)],
+            flags: u32,
+            exptime: u32,
+        ) -> Vec<$crate::Result<()>> {
+            use $crate::core::exchange::NoreplySets;
+            let batch = self.core.set_batch(items, (flags, exptime));
+            let sets = |g| NoreplySets::new(batch.sets(g, true));
+            let results = self
+                .each_group(&batch.groups, sets, |_, r, g| vec![r; g.idx.len()])
+                $(.$await)?;
+            batch.finish_writes(&self.core, results)
+        }
+
+        /// `version` of every server, in server order.
+        pub $($async)? fn version(&self) -> Vec<($crate::Server, $crate::Result<String>)> {
+            self.on_all($crate::core::exchange::Single::version)$(.$await)?
+        }
+
+        /// `flush_all [delay]` on every server (and the near cache emptied).
+        pub $($async)? fn flush_all(&self, delay: Option<u32>) -> Vec<($crate::Server, $crate::Result<()>)> {
+            self.core.near_clear();
+            self.on_all(|| $crate::core::exchange::Single::flush_all(delay))$(.$await)?
+        }
+
+        /// `verbosity level` on every server.
+        pub $($async)? fn verbosity(&self, level: u32) -> Vec<($crate::Server, $crate::Result<()>)> {
+            self.on_all(|| $crate::core::exchange::Single::verbosity(level))$(.$await)?
+        }
+
+        /// `stats [group]` of every server, as `(name, value)` pairs. The whole reply must
+        /// come within one read timeout and hold at most
+        /// [`STATS_MAX_LINES`]($crate::STATS_MAX_LINES) lines and
+        /// [`STATS_MAX_BYTES`]($crate::STATS_MAX_BYTES) bytes.
+        pub $($async)? fn stats(&self, group: Option<&str>) -> Vec<($crate::Server, $crate::Result<$crate::Stats>)> {
+            use $crate::core::exchange::StatsExchange;
+            if let Err(e) = StatsExchange::check_group(group) {
+                let servers = self.core.ring().servers().to_vec();
+                return servers.into_iter().map(|s| (s, Err(e.clone()))).collect();
+            }
+            self.on_all(|| StatsExchange::new(group))$(.$await)?
+        }
+    };
+}
+
+pub(crate) use command_methods;
+
+/// Expands, in a client's module, its `Replicated` handle: the struct over `$client` and
+/// `$pool`, its `Debug`, `Client::replicated`, and its methods over the client's `store_on`,
+/// `retrieve_on` and `delete_on` (`async await` for the async client). Copies are written one
+/// after another: two or three round trips, and the first failure is never hidden by a
+/// concurrent success.
+macro_rules! replicated_handle {
+    ($client:ty, $pool:ty $(, $async:tt $await:tt)?) => {
+        /// `n` copies of one key on distinct servers: read one at random, write all. Made by
+        /// `Client::replicated`.
+        #[must_use]
+        pub struct Replicated<'c> {
+            client: &'c $client,
+            copies: $crate::core::replica::Copies<$pool>,
+        }
+
+        impl std::fmt::Debug for Replicated<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct("Replicated")
+                    .field("servers", &self.copies.servers())
+                    .finish()
+            }
+        }
+
+        impl $client {
+            /// `n` copies of `key` on distinct servers (fewer when there are fewer servers).
+            /// Copy 0 is the key itself on its owner, so other clients still find it; copy
+            /// `i > 0` is stored as `key#r<i>` on the next distinct server of the ring's walk.
+            pub fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> Replicated<'_> {
+                Replicated {
+                    client: self,
+                    copies: self.core.copies(key.as_ref(), n),
+                }
+            }
+        }
+
+        impl Replicated<'_> {
+            /// The servers holding the copies, copy 0 (the key's owner) first.
+            pub fn servers(&self) -> Vec<$crate::Server> {
+                self.copies.servers()
+            }
+
+            /// Write every copy (and drop the key from the near cache). One result per copy.
+            pub $($async)? fn set(
+                &self,
+                value: impl AsRef<[u8]>,
+                flags: u32,
+                exptime: u32,
+            ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
+                use $crate::proto::StoreCommand;
+                if let Err(e) = self.copies.check() {
+                    return vec![Err(e)];
+                }
+                let mut out = Vec::with_capacity(self.copies.copies.len());
+                for (m, wire) in &self.copies.copies {
+                    let meta = (flags, exptime);
+                    let r = self.client.store_on(m, StoreCommand::Set, wire, value.as_ref(), meta);
+                    out.push(r$(.$await)?);
+                }
+                self.client.core.forget([&self.copies.key[..]]);
+                out
+            }
+
+            /// Read one copy chosen at random; on a miss or an error try the others in turn. A
+            /// miss everywhere is `Ok(None)`; errors everywhere return the last error.
+            pub $($async)? fn get(&self) -> $crate::Result<Option<$crate::Item>> {
+                use $crate::core::exchange::Retrieve;
+                let mut seen = $crate::core::replica::ReadOutcome::default();
+                for (m, wire) in self.copies.read_order()? {
+                    let keys = [&wire[..]];
+                    let mut ex = Retrieve::new(&keys, false, None);
+                    if let Some(item) = seen.note(self.client.retrieve_on(m, &mut ex)$(.$await)?) {
+                        return Ok(Some(item));
+                    }
+                }
+                seen.none_found()
+            }
+
+            /// Delete every copy (and drop the key from the near cache). One result per copy.
+            pub $($async)? fn delete(&self) -> Vec<$crate::Result<$crate::DeleteOutcome>> {
+                if let Err(e) = self.copies.check() {
+                    return vec![Err(e)];
+                }
+                let mut out = Vec::with_capacity(self.copies.copies.len());
+                for (m, wire) in &self.copies.copies {
+                    out.push(self.client.delete_on(m, wire)$(.$await)?);
+                }
+                self.client.core.forget([&self.copies.key[..]]);
+                out
+            }
+        }
+    };
+}
+
+pub(crate) use replicated_handle;

@@ -1,0 +1,91 @@
+//! One request to one server as the clients run it: its metrics and trace span, and what a
+//! failure means — sent again on a new connection, returned, counted for the server or not.
+
+use super::Core;
+use super::exchange::Resend;
+use super::failover::ServerPool;
+use super::link::Link;
+use super::view::Member;
+use crate::error::Error;
+use crate::observe;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A request under way: started at, for which command, in which span.
+pub(crate) struct Call {
+    command: &'static str,
+    started: Instant,
+    pub(crate) span: observe::Span,
+}
+
+/// What to do after an exchange on a pooled connection failed.
+pub(crate) enum Failed {
+    /// The connection was stale and the request is safe to repeat: once more, on a new
+    /// connection.
+    Retry,
+    /// Return this; `counts`: it tells something about the server's health.
+    Final { error: Error, counts: bool },
+}
+
+/// The verdict on `error`, which ended an exchange on `link`. A stale connection's failure
+/// says nothing about the server; the request goes again if `resend` allows or not one byte
+/// left, else it is returned with what the caller needs to know.
+pub(crate) fn after_failure(error: Error, link: &Link, resend: Resend) -> Failed {
+    if !link.failed_stale() {
+        return Failed::Final {
+            error,
+            counts: true,
+        };
+    }
+    if resend == Resend::Safe || !link.sent_any() {
+        return Failed::Retry;
+    }
+    let error = match error {
+        Error::Io {
+            server,
+            kind,
+            message,
+        } => Error::Io {
+            server,
+            kind,
+            message: format!(
+                "{message}; the pooled connection had been closed by the server, and the request was not sent again on a new one because repeating it is not harmless: it was most likely not applied, but check before repeating it"
+            ),
+        },
+        e => e,
+    };
+    Failed::Final {
+        error,
+        counts: false,
+    }
+}
+
+impl<P: ServerPool> Core<P> {
+    /// Start a request of `command` to `m`.
+    pub(crate) fn call(&self, m: &Member<P>, command: &'static str) -> Call {
+        Call {
+            command,
+            started: Instant::now(),
+            span: observe::span(command, &m.server.addr),
+        }
+    }
+
+    /// The request ended with `err`; `counts`: the outcome says something about the server.
+    /// True when the caller must start the prober.
+    #[must_use]
+    pub(crate) fn ended(
+        &self,
+        call: Call,
+        m: &Arc<Member<P>>,
+        err: Option<&Error>,
+        counts: bool,
+    ) -> bool {
+        observe::request(&m.server.addr, call.command, call.started.elapsed(), err);
+        counts && self.observe(m, err)
+    }
+
+    /// Hits and misses of a retrieval on `m`.
+    pub(crate) fn hits(&self, m: &Member<P>, found: usize, asked: usize) {
+        observe::hits(&m.server.addr, found as u64, (asked - found) as u64);
+    }
+}

@@ -1,0 +1,216 @@
+//! Replies of many one-line replies: `stats`, and the error lines drained after a batch of
+//! noreply sets. Each is bounded ([`LineBudget`]): a server that never ends one is taken for
+//! broken, not followed into unbounded memory.
+
+use super::{Ctx, Exchange, Step, WRITE_BATCH, refusal, unexpected};
+use crate::core::readbuf::ReadBuf;
+use crate::error::{Error, Result};
+use crate::proto::{MAX_LINE, Parsed, Reply, Request, parse_reply};
+
+/// Most lines a `stats` reply may have, its `END` included. memcached's largest groups stay
+/// far below: `stats items` and `stats slabs` have about 20 lines per slab class (at most 63
+/// classes by default), `stats conns` about 6 per open connection (1024 by default, `-c`).
+pub const STATS_MAX_LINES: usize = 16_384;
+
+/// Most bytes a `stats` reply may have, its `END` included (about 60 bytes a line).
+pub const STATS_MAX_BYTES: usize = 1024 * 1024;
+
+/// How much a reply of many one-line replies may hold before the server is taken for broken:
+/// beyond it the read fails with a Protocol error naming the server and the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LineBudget {
+    lines: usize,
+    bytes: usize,
+    what: &'static str,
+    used_lines: usize,
+    used_bytes: usize,
+}
+
+impl LineBudget {
+    const STATS: LineBudget = LineBudget {
+        lines: STATS_MAX_LINES,
+        bytes: STATS_MAX_BYTES,
+        what: "stats",
+        used_lines: 0,
+        used_bytes: 0,
+    };
+
+    /// The replies to `requests` noreply commands and the `version` after them: at most one
+    /// error line per request, then the version line.
+    fn noreply(requests: usize) -> LineBudget {
+        let lines = requests.saturating_add(1);
+        LineBudget {
+            lines,
+            bytes: lines.saturating_mul(MAX_LINE + 2),
+            what: "noreply commands and their version",
+            used_lines: 0,
+            used_bytes: 0,
+        }
+    }
+
+    /// Count a line of `used` bytes; past the budget, the error.
+    fn take(&mut self, used: usize, server: &str) -> Result<()> {
+        self.used_lines = self.used_lines.saturating_add(1);
+        self.used_bytes = self.used_bytes.saturating_add(used);
+        if self.used_lines <= self.lines && self.used_bytes <= self.bytes {
+            return Ok(());
+        }
+        Err(Error::protocol(
+            server,
+            format!(
+                "the reply to {} reached {} lines and {} bytes without its end; a reply may have at most {} lines and {} bytes, so the connection was dropped",
+                self.what, self.used_lines, self.used_bytes, self.lines, self.bytes
+            ),
+        ))
+    }
+}
+
+/// The next line, counted against `budget`.
+fn next_line(rb: &mut ReadBuf, budget: &mut LineBudget, server: &str) -> Result<Option<Reply>> {
+    match parse_reply(rb.unread()).map_err(Error::from)? {
+        Parsed::Incomplete => Ok(None),
+        Parsed::Done(reply, used) => {
+            budget.take(used, server)?;
+            rb.consume(used);
+            Ok(Some(reply))
+        }
+    }
+}
+
+/// `stats [group]`.
+#[derive(Debug)]
+pub(crate) struct StatsExchange<'a> {
+    group: Option<&'a str>,
+    budget: LineBudget,
+    stats: Vec<(String, String)>,
+    sent: bool,
+}
+
+impl<'a> StatsExchange<'a> {
+    /// `Err` for a group that is not one word (it would smuggle a second command in).
+    pub(crate) fn check_group(group: Option<&str>) -> Result<()> {
+        match group.filter(|g| g.is_empty() || g.bytes().any(|b| b <= b' ' || b == 0x7f)) {
+            Some(g) => Err(Error::Config(format!("stats group {g:?} must be one word"))),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn new(group: Option<&'a str>) -> Self {
+        StatsExchange {
+            group,
+            budget: LineBudget::STATS,
+            stats: Vec::new(),
+            sent: false,
+        }
+    }
+}
+
+impl Exchange for StatsExchange<'_> {
+    type Output = Vec<(String, String)>;
+
+    fn command(&self) -> &'static str {
+        "stats"
+    }
+
+    fn restart(&mut self) {
+        *self = StatsExchange::new(self.group);
+    }
+
+    fn step(
+        &mut self,
+        rb: &mut ReadBuf,
+        out: &mut Vec<u8>,
+        ctx: &Ctx,
+    ) -> Result<Step<Self::Output>> {
+        if !self.sent {
+            Request::Stats { group: self.group }.encode(out);
+            self.sent = true;
+            return Ok(Step::Write);
+        }
+        while let Some(reply) = next_line(rb, &mut self.budget, ctx.server)? {
+            match reply {
+                Reply::Stat(k, v) => self.stats.push((k, v)),
+                Reply::End => return Ok(Step::Done(std::mem::take(&mut self.stats))),
+                other => return refusal(other, ctx.server, "stats").map(Step::Refused),
+            }
+        }
+        Ok(Step::Read)
+    }
+}
+
+/// Sets with `noreply`, each batch followed by `version` to learn that the server has read
+/// it. memcached still answers errors to noreply commands; a server that sent any fails the
+/// whole exchange (which key failed is not knowable).
+pub(crate) struct NoreplySets<'a> {
+    requests: Vec<Request<'a>>,
+    errors: Vec<String>,
+    written: usize,
+    budget: Option<LineBudget>,
+}
+
+impl<'a> NoreplySets<'a> {
+    /// `requests` must be noreply storage commands.
+    pub(crate) fn new(requests: Vec<Request<'a>>) -> Self {
+        NoreplySets {
+            requests,
+            errors: Vec::new(),
+            written: 0,
+            budget: None,
+        }
+    }
+}
+
+impl Exchange for NoreplySets<'_> {
+    type Output = ();
+
+    fn command(&self) -> &'static str {
+        "set_multi_noreply"
+    }
+
+    fn restart(&mut self) {
+        self.errors.clear();
+        self.written = 0;
+        self.budget = None;
+    }
+
+    fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
+        loop {
+            let Some(budget) = self.budget.as_mut() else {
+                if self.written == self.requests.len() {
+                    let Some(first) = self.errors.first() else {
+                        return Ok(Step::Done(()));
+                    };
+                    return Ok(Step::Refused(Error::Server {
+                        server: ctx.server.to_string(),
+                        message: format!(
+                            "{} of {} noreply sets failed, first: {first}",
+                            self.errors.len(),
+                            self.requests.len(),
+                        ),
+                    }));
+                }
+                let end = (self.written + WRITE_BATCH).min(self.requests.len());
+                for r in &self.requests[self.written..end] {
+                    r.encode(out);
+                }
+                Request::Version.encode(out);
+                self.budget = Some(LineBudget::noreply(end - self.written));
+                self.written = end;
+                return Ok(Step::Write);
+            };
+            let Some(reply) = next_line(rb, budget, ctx.server)? else {
+                return Ok(Step::Read);
+            };
+            match reply {
+                Reply::Version(_) => self.budget = None,
+                Reply::Error | Reply::ClientError(_) | Reply::ServerError(_) => {
+                    let refused = refusal(reply, ctx.server, "noreply set")?;
+                    if let Error::Server { message, .. } = refused {
+                        self.errors.push(message);
+                    }
+                }
+                other => return Err(unexpected(&other, ctx.server, "noreply set")),
+            }
+        }
+    }
+}

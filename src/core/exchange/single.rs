@@ -1,0 +1,242 @@
+//! Commands of one request and one one-line reply: storage commands, delete, incr/decr,
+//! touch, version, flush_all, verbosity.
+
+use super::{Ctx, Exchange, Resend, Step, refusal};
+use crate::core::outcome::{DeleteOutcome, StoreOutcome, TouchOutcome};
+use crate::core::readbuf::ReadBuf;
+use crate::error::{Error, Result};
+use crate::proto::{Parsed, Reply, Request, StoreCommand, parse_reply};
+
+/// One request whose reply is one line, read by `accept` (`None`: the line does not answer
+/// this command).
+#[derive(Debug)]
+pub(crate) struct Single<'a, T> {
+    request: Request<'a>,
+    command: &'static str,
+    resend: Resend,
+    accept: fn(&Reply) -> Option<T>,
+    sent: bool,
+}
+
+impl<'a, T> Single<'a, T> {
+    fn new(
+        request: Request<'a>,
+        command: &'static str,
+        resend: Resend,
+        accept: fn(&Reply) -> Option<T>,
+    ) -> Self {
+        Single {
+            request,
+            command,
+            resend,
+            accept,
+            sent: false,
+        }
+    }
+}
+
+impl<'a> Single<'a, StoreOutcome> {
+    /// `set`/`add`/`replace`/`append`/`prepend`/`cas` of `key` (as sent).
+    pub(crate) fn store(
+        cmd: StoreCommand,
+        key: &'a [u8],
+        value: &'a [u8],
+        flags: u32,
+        exptime: u32,
+    ) -> Self {
+        // set and replace leave the same item when repeated; the others do not (see Resend)
+        let resend = match cmd {
+            StoreCommand::Set | StoreCommand::Replace => Resend::Safe,
+            _ => Resend::Never,
+        };
+        let request = Request::Store {
+            cmd,
+            key,
+            flags,
+            exptime,
+            value,
+            noreply: false,
+        };
+        Single::new(request, cmd.verb(), resend, store_outcome)
+    }
+}
+
+/// The outcome of a storage command's reply.
+pub(crate) fn store_outcome(reply: &Reply) -> Option<StoreOutcome> {
+    match reply {
+        Reply::Stored => Some(StoreOutcome::Stored),
+        Reply::NotStored => Some(StoreOutcome::NotStored),
+        Reply::Exists => Some(StoreOutcome::Exists),
+        Reply::NotFound => Some(StoreOutcome::NotFound),
+        _ => None,
+    }
+}
+
+/// The outcome of a delete's reply.
+pub(crate) fn delete_outcome(reply: &Reply) -> Option<DeleteOutcome> {
+    match reply {
+        Reply::Deleted => Some(DeleteOutcome::Deleted),
+        Reply::NotFound => Some(DeleteOutcome::NotFound),
+        _ => None,
+    }
+}
+
+impl<'a> Single<'a, DeleteOutcome> {
+    /// `delete` of `key` (as sent).
+    pub(crate) fn delete(key: &'a [u8]) -> Self {
+        let request = Request::Delete {
+            key,
+            noreply: false,
+        };
+        Single::new(request, "delete", Resend::Safe, delete_outcome)
+    }
+}
+
+impl<'a> Single<'a, Option<u64>> {
+    /// `incr` (or `decr`) of `key` (as sent): the new value, `None` for a missing key.
+    pub(crate) fn arith(incr: bool, key: &'a [u8], delta: u64) -> Self {
+        let request = Request::Arith {
+            incr,
+            key,
+            delta,
+            noreply: false,
+        };
+        let command = if incr { "incr" } else { "decr" };
+        Single::new(request, command, Resend::Never, |reply| match reply {
+            Reply::Number(n) => Some(Some(*n)),
+            Reply::NotFound => Some(None),
+            _ => None,
+        })
+    }
+}
+
+impl<'a> Single<'a, TouchOutcome> {
+    /// `touch` of `key` (as sent).
+    pub(crate) fn touch(key: &'a [u8], exptime: u32) -> Self {
+        let request = Request::Touch {
+            key,
+            exptime,
+            noreply: false,
+        };
+        Single::new(request, "touch", Resend::Safe, |reply| match reply {
+            Reply::Touched => Some(TouchOutcome::Touched),
+            Reply::NotFound => Some(TouchOutcome::NotFound),
+            _ => None,
+        })
+    }
+}
+
+impl Single<'static, String> {
+    /// `version`.
+    pub(crate) fn version() -> Self {
+        Single::new(
+            Request::Version,
+            "version",
+            Resend::Safe,
+            |reply| match reply {
+                Reply::Version(v) => Some(v.clone()),
+                _ => None,
+            },
+        )
+    }
+}
+
+impl Single<'static, ()> {
+    /// `flush_all [delay]`.
+    pub(crate) fn flush_all(delay: Option<u32>) -> Self {
+        let request = Request::FlushAll {
+            delay,
+            noreply: false,
+        };
+        Single::new(request, "flush_all", Resend::Safe, ok)
+    }
+
+    /// `verbosity level`.
+    pub(crate) fn verbosity(level: u32) -> Self {
+        let request = Request::Verbosity {
+            level,
+            noreply: false,
+        };
+        Single::new(request, "verbosity", Resend::Safe, ok)
+    }
+}
+
+fn ok(reply: &Reply) -> Option<()> {
+    matches!(reply, Reply::Ok).then_some(())
+}
+
+impl<T> Exchange for Single<'_, T> {
+    type Output = T;
+
+    fn command(&self) -> &'static str {
+        self.command
+    }
+
+    fn resend(&self) -> Resend {
+        self.resend
+    }
+
+    fn restart(&mut self) {
+        self.sent = false;
+    }
+
+    fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<T>> {
+        if !self.sent {
+            self.request.encode(out);
+            self.sent = true;
+            return Ok(Step::Write);
+        }
+        let (reply, used) = match parse_reply(rb.unread()).map_err(Error::from)? {
+            Parsed::Incomplete => return Ok(Step::Read),
+            Parsed::Done(reply, used) => (reply, used),
+        };
+        rb.consume(used);
+        match (self.accept)(&reply) {
+            Some(v) => Ok(Step::Done(v)),
+            None => refusal(reply, ctx.server, self.command).map(Step::Refused),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<T>(ex: &mut Single<'_, T>, reply: &[u8]) -> (Vec<u8>, Result<Step<T>>) {
+        let mut rb = ReadBuf::default();
+        let mut out = Vec::new();
+        let ctx = Ctx {
+            server: "s:1",
+            max_value: 1024,
+        };
+        assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut Vec::new(), &ctx),
+            Ok(Step::Read)
+        ));
+        let spare = rb.spare();
+        spare[..reply.len()].copy_from_slice(reply);
+        rb.filled(reply.len());
+        (out, ex.step(&mut rb, &mut Vec::new(), &ctx))
+    }
+
+    #[test]
+    fn a_store_reads_its_outcome_and_keeps_the_stream_on_an_error_line() {
+        let mut ex = Single::store(StoreCommand::Add, b"k", b"v", 3, 0);
+        let (req, r) = run(&mut ex, b"NOT_STORED\r\n");
+        assert_eq!(req, b"add k 3 0 1\r\nv\r\n");
+        assert!(matches!(r, Ok(Step::Done(StoreOutcome::NotStored))));
+        assert_eq!(ex.resend(), Resend::Never);
+        ex.restart();
+        let (_, r) = run(&mut ex, b"SERVER_ERROR out of memory\r\n");
+        assert!(matches!(r, Ok(Step::Refused(Error::Server { .. }))));
+    }
+
+    #[test]
+    fn a_reply_of_another_command_is_a_protocol_error() {
+        let (_, r) = run(&mut Single::delete(b"k"), b"STORED\r\n");
+        assert!(matches!(r, Err(Error::Protocol { .. })));
+        let (_, r) = run(&mut Single::arith(true, b"k", 2), b"NOT_FOUND\r\n");
+        assert!(matches!(r, Ok(Step::Done(None))));
+    }
+}

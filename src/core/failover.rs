@@ -1,0 +1,149 @@
+//! Outcomes → health → ejection: what a request's outcome does to its server, when a down
+//! server may be tried again, and which down servers the prober watches. One prober (a thread
+//! for the blocking client, a task for the async one) probes every down server of a client.
+
+use super::Core;
+use super::view::Member;
+use crate::error::{Error, Result};
+use crate::health::{Availability, Transition};
+use crate::observe;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the core asks of a client's per-server pool.
+pub(crate) trait ServerPool {
+    /// The server went down: its pooled connections may outlive the server process, never
+    /// reuse them.
+    fn invalidate(&self);
+}
+
+/// Down servers waiting for their probe, and whether the prober runs.
+pub(crate) struct Probes<P> {
+    members: Vec<Arc<Member<P>>>,
+    running: bool,
+}
+
+impl<P> Default for Probes<P> {
+    fn default() -> Self {
+        Probes {
+            members: Vec::new(),
+            running: false,
+        }
+    }
+}
+
+/// The longest the prober sleeps between rounds.
+const MAX_PROBE_WAIT: Duration = Duration::from_millis(100);
+
+impl<P: ServerPool> Core<P> {
+    /// Count the outcome of talking to `m`. Errors about the request itself say nothing about
+    /// the server; an error reply means it is alive. True when the caller must start the
+    /// prober (see [`Core::probe_round`]).
+    #[must_use]
+    pub(crate) fn observe(&self, m: &Arc<Member<P>>, err: Option<&Error>) -> bool {
+        let t = match err {
+            None | Some(Error::Server { .. }) => m.health.success(),
+            Some(e) if e.is_server_failure() => {
+                m.health.failure(&self.policy, self.epoch, Instant::now())
+            }
+            Some(_) => Transition::None,
+        };
+        match t {
+            Transition::WentDown => {
+                if self.policy.auto_eject {
+                    // before the routing changes: every write routed away is recorded
+                    m.rejoin.went_out();
+                }
+                m.pool.invalidate();
+                observe::ejected(&m.server.addr);
+                self.rebuild_routing();
+                self.watch_down(m)
+            }
+            Transition::CameBack if m.rejoin.is_out() => {
+                // a request that started before the ejection answered: the server may not take
+                // reads before the prober has cleaned its stale keys
+                m.health.hold_down(&self.policy, self.epoch, Instant::now());
+                self.watch_down(m)
+            }
+            Transition::CameBack => {
+                self.rebuild_routing();
+                false
+            }
+            Transition::None => false,
+        }
+    }
+
+    /// Have the prober watch `m`; true when no prober runs yet (the caller starts one).
+    fn watch_down(&self, m: &Arc<Member<P>>) -> bool {
+        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        if !probes.members.iter().any(|x| Arc::ptr_eq(x, m)) {
+            probes.members.push(m.clone());
+        }
+        !std::mem::replace(&mut probes.running, true)
+    }
+
+    /// The prober could not be started: requests keep failing fast until a later failure
+    /// tries again.
+    pub(crate) fn prober_not_started(&self) {
+        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        probes.running = false;
+        probes.members.clear();
+    }
+
+    /// The watched servers whose retry timeout has passed: probe each now.
+    pub(crate) fn probe_round(&self) -> Vec<Arc<Member<P>>> {
+        let watched = self
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .members
+            .clone();
+        let now = Instant::now();
+        watched
+            .into_iter()
+            .filter(|m| m.health.availability(self.epoch, now) == Availability::Probe)
+            .inspect(|m| observe::retried(&m.server.addr))
+            .collect()
+    }
+
+    /// After a round: how long the prober sleeps before the next, or `None` when no watched
+    /// server is down any longer (the prober ends). Decided under the lock `observe` takes,
+    /// so a server that goes down after this check is pushed again and starts a new prober.
+    /// A server removed by `set_servers` is not probed any longer.
+    pub(crate) fn probes_left(&self) -> Option<Duration> {
+        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.view();
+        let configured: HashSet<*const Member<P>> = view.members.iter().map(Arc::as_ptr).collect();
+        probes
+            .members
+            .retain(|m| m.health.is_down() && configured.contains(&Arc::as_ptr(m)));
+        if probes.members.is_empty() {
+            probes.running = false;
+            return None;
+        }
+        let now = Instant::now();
+        let wait = probes
+            .members
+            .iter()
+            .map(|m| match m.health.availability(self.epoch, now) {
+                Availability::Down(left) => left,
+                _ => Duration::ZERO,
+            })
+            .fold(MAX_PROBE_WAIT, Duration::min);
+        Some(wait.max(Duration::from_millis(1)))
+    }
+
+    /// `Err(ServerDown)` while `m` is marked down.
+    pub(crate) fn available(&self, m: &Member<P>) -> Result<()> {
+        let retry_in_ms = match m.health.availability(self.epoch, Instant::now()) {
+            Availability::Up => return Ok(()),
+            Availability::Down(wait) => wait.as_millis(),
+            Availability::Probe => 0,
+        };
+        Err(Error::ServerDown {
+            server: m.server.addr.clone(),
+            retry_in_ms,
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! Keys as the caller gives them, as sent (prefix in front, validated) and as hashed for
+//! placement (the key alone, or with the prefix when `hash_with_prefix` is set).
+
+use crate::error::{Error, Result};
+use crate::proto;
+use std::borrow::Cow;
+
+/// The prefix and what placement hashes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KeyRules {
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) hash_with_prefix: bool,
+    pub(crate) max_value: usize,
+}
+
+impl KeyRules {
+    /// The key as sent: validated, with the prefix in front.
+    pub(crate) fn wire<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
+        let wire: Cow<'k, [u8]> = if self.prefix.is_empty() {
+            Cow::Borrowed(key)
+        } else {
+            Cow::Owned([&self.prefix[..], key].concat())
+        };
+        proto::validate_key(&wire).map_err(|e| Error::invalid_key(key, e))?;
+        Ok(wire)
+    }
+
+    /// What placement hashes for `key`, given its wire form.
+    pub(crate) fn hashed<'a>(&self, key: &'a [u8], wire: &'a [u8]) -> &'a [u8] {
+        if self.hash_with_prefix { wire } else { key }
+    }
+
+    /// What placement hashes for `key`, without validating it.
+    pub(crate) fn hashed_owned<'k>(&self, key: &'k [u8]) -> Cow<'k, [u8]> {
+        if self.hash_with_prefix {
+            Cow::Owned([&self.prefix[..], key].concat())
+        } else {
+            Cow::Borrowed(key)
+        }
+    }
+
+    /// `Err(ValueTooLarge)` for a value over the configured item size; nothing is sent.
+    pub(crate) fn check_value(&self, value: &[u8]) -> Result<()> {
+        if value.len() > self.max_value {
+            return Err(Error::ValueTooLarge {
+                len: value.len(),
+                limit: self.max_value,
+            });
+        }
+        Ok(())
+    }
+}

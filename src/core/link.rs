@@ -1,0 +1,335 @@
+//! What both connections know about their stream besides the socket itself: the read and write
+//! buffers, the broken and in-flight flags, stale-connection detection, and the drive of one
+//! [`Exchange`] — everything but the system calls.
+//!
+//! Any error or timeout in the middle of an exchange leaves the stream out of step with the
+//! requests (a late reply would be read by the next caller), so the link marks itself broken
+//! and no pool hands it out again. A link is *in flight* from the first byte of a request until
+//! every reply of the exchange has been read: an async caller can stop polling between the two
+//! (a timeout, a lost `select!`), and a link put back in flight is never reused.
+//!
+//! A link that sat idle in its pool may have been closed by the server meanwhile (memcached
+//! `-o idle_timeout`, a restart), or the server may have sent bytes nobody asked for. A reused
+//! link that fails the way a closed connection fails (end of stream, reset, broken pipe)
+//! before any byte of a reply reports [`Link::failed_stale`], so the client can tell a stale
+//! connection from a failing server; [`Link::sent_any`] says whether any byte of the request
+//! may have reached the server. Bytes left over after the last reply of an exchange fail it:
+//! which bytes answered can no longer be told.
+
+use super::exchange::{Ctx, Exchange, Step};
+use super::readbuf::ReadBuf;
+use crate::error::{Error, Result};
+use std::io;
+use std::time::{Duration, Instant};
+
+/// Socket settings applied to every connection and every operation.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ConnOptions {
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Longest wait for the replies to one write, counted from the start of their read: a
+    /// reply of many lines (`stats`, the errors after a noreply batch) or values (a `get` of
+    /// many keys) gets one deadline, never one per line.
+    pub read_timeout: Duration,
+    /// Longest wait to write one request.
+    pub write_timeout: Duration,
+    /// Largest value accepted in a reply (and sent in a request).
+    pub max_value_size: usize,
+}
+
+impl Default for ConnOptions {
+    fn default() -> Self {
+        ConnOptions {
+            connect_timeout: Duration::from_millis(500),
+            read_timeout: Duration::from_millis(1000),
+            write_timeout: Duration::from_millis(1000),
+            max_value_size: 1024 * 1024,
+        }
+    }
+}
+
+/// What a connection must do next for the exchange it drives.
+#[derive(Debug)]
+pub(crate) enum Next<T> {
+    /// Write all of [`Link::pending_write`], then report [`Link::wrote`].
+    Write,
+    /// Read more bytes into [`Link::spare`] before this deadline.
+    Read(Instant),
+    /// The exchange is over.
+    Done(T),
+}
+
+/// `now + d`, or a time so far off that it never comes when that overflows.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        // about 30 years: later than any timeout a builder accepts
+        .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+        .unwrap_or(now)
+}
+
+/// The error for bytes found waiting on a connection when no reply was due.
+pub(crate) fn unasked(server: &str, bytes: &[u8], when: &str) -> Error {
+    Error::protocol(
+        server,
+        format!(
+            "the server sent {:?} unasked {when}; the connection was dropped so that they are never read as a reply",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(64)])
+        ),
+    )
+}
+
+/// The stream state of one connection; see the module docs.
+#[derive(Debug)]
+pub(crate) struct Link {
+    server: String,
+    opts: ConnOptions,
+    rb: ReadBuf,
+    wbuf: Vec<u8>,
+    broken: bool,
+    in_flight: bool,
+    /// Exchanges completed: a link with any sat in its pool between them.
+    completed: u64,
+    /// Checked out after sitting idle in its pool, and no byte received since.
+    suspect: bool,
+    /// The exchange failed the way a connection the server had closed fails.
+    stale: bool,
+    /// Some byte of a request left during the current exchange.
+    sent: bool,
+    /// The current read deadline, set by the first read after a write.
+    deadline: Option<Instant>,
+}
+
+impl Link {
+    pub(crate) fn new(server: &str, opts: &ConnOptions) -> Link {
+        Link {
+            server: server.to_string(),
+            opts: opts.clone(),
+            rb: ReadBuf::default(),
+            wbuf: Vec::with_capacity(256),
+            broken: false,
+            in_flight: false,
+            completed: 0,
+            suspect: false,
+            stale: false,
+            sent: false,
+            deadline: None,
+        }
+    }
+
+    /// The server's address.
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub(crate) fn options(&self) -> &ConnOptions {
+        &self.opts
+    }
+
+    /// True once an exchange failed midway (or the client gave up on the link).
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Between the first byte of a request and the last reply of its exchange.
+    pub(crate) fn is_in_flight(&self) -> bool {
+        self.in_flight
+    }
+
+    /// Whether an exchange ended on this link before (so it sat in its pool since).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
+    pub(crate) fn is_reused(&self) -> bool {
+        self.completed > 0
+    }
+
+    /// Never use the link again.
+    pub(crate) fn mark_broken(&mut self) {
+        self.broken = true;
+    }
+
+    /// Checked out of its pool: until the server sends a byte, a failure that looks like a
+    /// closed connection is taken for a stale one.
+    pub(crate) fn checked_out(&mut self) {
+        self.suspect = self.completed > 0;
+        self.stale = false;
+    }
+
+    /// The last exchange failed the way a connection the server had already closed fails:
+    /// end of stream, reset or broken pipe, on a reused link, before any byte of a reply.
+    /// That says nothing against the server (nor for it: a new connection finds out).
+    pub(crate) fn failed_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Whether any byte of the last exchange's requests was written.
+    pub(crate) fn sent_any(&self) -> bool {
+        self.sent
+    }
+
+    /// Mark the link broken and classify `e`: a stale failure, and the server named.
+    pub(crate) fn fail(&mut self, e: Error) -> Error {
+        self.broken = true;
+        self.stale = self.suspect
+            && matches!(
+                &e,
+                Error::Io { kind, .. } if matches!(
+                    kind,
+                    io::ErrorKind::UnexpectedEof
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::BrokenPipe
+                )
+            );
+        match e {
+            Error::Protocol { server, detail } if server.is_empty() => Error::Protocol {
+                server: self.server.clone(),
+                detail,
+            },
+            e => e,
+        }
+    }
+
+    /// The verdict of a non-blocking read of up to `waiting.len()` bytes on a link idle in
+    /// its pool: nothing waiting is fine; end of stream, bytes nobody asked for, or an error
+    /// break it.
+    pub(crate) fn idle_verdict(&mut self, peeked: io::Result<usize>, waiting: &[u8]) -> Result<()> {
+        if self.broken || self.in_flight {
+            return Err(Error::protocol(&self.server, "connection is broken"));
+        }
+        if !self.rb.is_empty() {
+            let e = unasked(&self.server, self.rb.unread(), "after the last reply");
+            return Err(self.fail(e));
+        }
+        let e = match peeked {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Ok(0) => Error::Io {
+                server: self.server.clone(),
+                kind: io::ErrorKind::UnexpectedEof,
+                message: "the server closed the connection while it was idle in the pool".into(),
+            },
+            Ok(n) => unasked(
+                &self.server,
+                &waiting[..n.min(waiting.len())],
+                "while the connection was idle",
+            ),
+            Err(e) => Error::io(&self.server, &e, "idle check", 0),
+        };
+        Err(self.fail(e))
+    }
+
+    /// Start an exchange: refused on a broken link or one with bytes nobody asked for.
+    fn begin(&mut self) -> Result<()> {
+        if self.broken {
+            return Err(Error::protocol(&self.server, "connection is broken"));
+        }
+        if !self.rb.is_empty() {
+            let e = Error::protocol(&self.server, "unsolicited bytes before the request");
+            return Err(self.fail(e));
+        }
+        self.rb.reset();
+        self.stale = false;
+        self.sent = false;
+        self.in_flight = true;
+        self.deadline = None;
+        Ok(())
+    }
+
+    /// Advance `ex`: what the connection must do next. `fresh`: the exchange starts here.
+    pub(crate) fn advance<E: Exchange + ?Sized>(
+        &mut self,
+        ex: &mut E,
+        fresh: bool,
+    ) -> Result<Next<E::Output>> {
+        if fresh {
+            self.begin()?;
+        }
+        self.wbuf.clear();
+        let ctx = Ctx {
+            server: &self.server,
+            max_value: self.opts.max_value_size,
+        };
+        let step = ex.step(&mut self.rb, &mut self.wbuf, &ctx);
+        match step {
+            Ok(Step::Write) => {
+                self.deadline = None;
+                Ok(Next::Write)
+            }
+            Ok(Step::Read) => {
+                Ok(Next::Read(*self.deadline.get_or_insert_with(|| {
+                    deadline_after(self.opts.read_timeout)
+                })))
+            }
+            Ok(Step::Done(v)) => self.end().map(|()| Next::Done(v)),
+            Ok(Step::Refused(e)) => self.end().and(Err(e)),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The exchange read its last reply: bytes left after it were sent unasked, and which
+    /// bytes answered can no longer be told.
+    fn end(&mut self) -> Result<()> {
+        if !self.rb.is_empty() {
+            let e = unasked(&self.server, self.rb.unread(), "with or after the reply");
+            return Err(self.fail(e));
+        }
+        self.in_flight = false;
+        self.completed = self.completed.saturating_add(1);
+        Ok(())
+    }
+
+    /// The bytes to write for [`Next::Write`].
+    pub(crate) fn pending_write(&self) -> &[u8] {
+        &self.wbuf
+    }
+
+    /// Some request bytes may be on their way to the server.
+    pub(crate) fn wrote(&mut self) {
+        self.sent = true;
+    }
+
+    /// Where to read into for [`Next::Read`].
+    pub(crate) fn spare(&mut self) -> &mut [u8] {
+        self.rb.spare()
+    }
+
+    /// A read into [`Link::spare`] returned `n` bytes; 0 is the end of the stream.
+    pub(crate) fn received(&mut self, n: usize) -> Result<()> {
+        if n == 0 {
+            let e = Error::Io {
+                server: self.server.clone(),
+                kind: io::ErrorKind::UnexpectedEof,
+                message: "server closed the connection".into(),
+            };
+            return Err(self.fail(e));
+        }
+        self.rb.filled(n);
+        // the server answered on this link: it was not stale
+        self.suspect = false;
+        Ok(())
+    }
+
+    /// A socket operation (`op`: write or read) failed.
+    pub(crate) fn io_failed(&mut self, e: &io::Error, op: &'static str) -> Error {
+        let millis = match op {
+            "write" => self.opts.write_timeout.as_millis(),
+            _ => self.opts.read_timeout.as_millis(),
+        };
+        let e = Error::io(&self.server, e, op, millis);
+        self.fail(e)
+    }
+
+    /// The deadline of `op` passed.
+    pub(crate) fn timed_out(&mut self, op: &'static str) -> Error {
+        let millis = match op {
+            "write" => self.opts.write_timeout.as_millis(),
+            _ => self.opts.read_timeout.as_millis(),
+        };
+        let e = Error::Timeout {
+            server: self.server.clone(),
+            op,
+            millis,
+        };
+        self.fail(e)
+    }
+}

@@ -1,0 +1,236 @@
+//! The sans-IO core both clients share: settings, keys, the live view and routing, each
+//! command's request and reply interpretation, multi-key grouping, failure classification and
+//! the rejoin of a returning server. Nothing here opens a socket or waits; the
+//! [blocking](crate::Client) and [async](crate::aio) clients only check out a connection, move
+//! the bytes an exchange asks for, and report the outcome back here.
+//!
+//! | module | its one job |
+//! |---|---|
+//! | `settings` | builder, defaults, validation |
+//! | `keys` | prefix, key as sent, key as hashed, value size |
+//! | `view` | ring + members + routing over the live servers |
+//! | `route` | one key to its member; many keys grouped per member |
+//! | `multi` | per-group requests, results back in input order |
+//! | `replica` | the copies of a replicated key |
+//! | `failover` | outcomes → health → ejection, rejoin, probing schedule |
+//! | `call` | one request's metrics and trace span; retry after a stale connection |
+//! | `exchange` | request bytes and reply interpretation of every command |
+//! | `probe` | the exchange that brings a down server back |
+//! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
+//! | `outcome` | what commands return |
+//! | `api` | the public methods both clients share word for word, defined once |
+
+pub(crate) mod call;
+pub(crate) mod exchange;
+pub(crate) mod failover;
+pub(crate) mod keys;
+pub(crate) mod link;
+pub(crate) mod multi;
+#[macro_use]
+pub(crate) mod api;
+pub(crate) mod outcome;
+pub(crate) mod probe;
+pub(crate) mod readbuf;
+pub(crate) mod replica;
+pub(crate) mod route;
+pub(crate) mod settings;
+pub(crate) mod view;
+
+use crate::error::Result;
+use crate::health::{FailurePolicy, Health};
+#[cfg(feature = "near-cache")]
+use crate::near::NearCache;
+use crate::rejoin::RejoinLog;
+use crate::ring::Ring;
+use crate::servers::Server;
+use arc_swap::ArcSwap;
+use keys::KeyRules;
+use settings::Settings;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use view::{Member, View};
+
+/// Makes the pool of a server (added at build or by `set_servers`).
+pub(crate) type MakePool<P> = Box<dyn Fn(&Server) -> P + Send + Sync>;
+
+/// The state a client shares between its requests, over the client's pool type `P`.
+pub(crate) struct Core<P> {
+    /// Ring, members and routing in force.
+    view: ArcSwap<View<P>>,
+    /// One rebuild of the view at a time.
+    rebuild: Mutex<()>,
+    pub(crate) policy: FailurePolicy,
+    /// The clock origin of every member's health.
+    pub(crate) epoch: Instant,
+    pub(crate) settings: Settings,
+    pub(crate) keys: KeyRules,
+    #[cfg(feature = "near-cache")]
+    pub(crate) near: Option<NearCache>,
+    /// The down servers the prober watches.
+    probes: Mutex<failover::Probes<P>>,
+    make_pool: MakePool<P>,
+}
+
+impl<P> Core<P> {
+    /// The core over checked `settings`; `make_pool` makes each server's pool.
+    pub(crate) fn new(settings: Settings, make_pool: MakePool<P>) -> Result<Core<P>> {
+        let ring = Arc::new(settings.ring()?);
+        let keys = KeyRules {
+            prefix: settings.prefix.clone(),
+            hash_with_prefix: settings.hash_with_prefix,
+            max_value: settings.conn.max_value_size,
+        };
+        let core = Core {
+            view: ArcSwap::from_pointee(View::new(ring.clone(), Vec::new(), false)),
+            rebuild: Mutex::new(()),
+            policy: settings.policy,
+            epoch: Instant::now(),
+            keys,
+            #[cfg(feature = "near-cache")]
+            near: settings.near.clone().map(NearCache::new),
+            probes: Mutex::new(failover::Probes::default()),
+            settings,
+            make_pool,
+        };
+        let members = ring.servers().iter().map(|s| core.new_member(s)).collect();
+        core.view.store(Arc::new(View::new(ring, members, false)));
+        Ok(core)
+    }
+
+    fn new_member(&self, s: &Server) -> Arc<Member<P>> {
+        Arc::new(Member {
+            server: s.clone(),
+            pool: (self.make_pool)(s),
+            health: Health::default(),
+            rejoin: RejoinLog::new(self.settings.rejoin_limit),
+        })
+    }
+
+    /// `name { servers, flavor, .. }`, the client's `Debug`.
+    pub(crate) fn describe(
+        &self,
+        name: &'static str,
+        f: &mut std::fmt::Formatter<'_>,
+    ) -> std::fmt::Result {
+        let view = self.view.load();
+        f.debug_struct(name)
+            .field("servers", &view.members.len())
+            .field("flavor", &view.full.flavor())
+            .finish_non_exhaustive()
+    }
+
+    /// The view in force.
+    pub(crate) fn view(&self) -> Arc<View<P>> {
+        self.view.load_full()
+    }
+
+    /// The ring over every configured server.
+    pub(crate) fn ring(&self) -> Arc<Ring> {
+        self.view.load().full.clone()
+    }
+
+    /// The ring in force now (with auto-eject and a server down, the one over the live ones).
+    pub(crate) fn current_ring(&self) -> Arc<Ring> {
+        self.view.load().routing.clone()
+    }
+
+    /// Servers currently marked down.
+    pub(crate) fn down_servers(&self) -> Vec<Server> {
+        self.view
+            .load()
+            .members
+            .iter()
+            .filter(|m| m.health.is_down())
+            .map(|m| m.server.clone())
+            .collect()
+    }
+
+    /// Replace the server list (see the clients' `set_servers`).
+    pub(crate) fn set_servers(&self, servers: Vec<Server>) -> Result<()> {
+        let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let cur = self.view.load_full();
+        let ring = cur.full.with_servers(servers)?;
+        let members = cur.keep_or_make(&ring, |s| self.new_member(s));
+        self.view.store(Arc::new(View::new(
+            Arc::new(ring),
+            members,
+            self.policy.auto_eject,
+        )));
+        Ok(())
+    }
+
+    /// What `set_servers(servers)` would cost on `keys`.
+    pub(crate) fn plan_servers(
+        &self,
+        servers: &[Server],
+        keys: &crate::plan::Keys,
+    ) -> Result<crate::plan::Plan> {
+        Ok(crate::plan::plan_change(&self.ring(), servers, keys)?)
+    }
+
+    /// With auto-eject, swap in the routing over the servers that are not down.
+    pub(crate) fn rebuild_routing(&self) {
+        if !self.policy.auto_eject {
+            return;
+        }
+        let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let cur = self.view.load_full();
+        self.view.store(Arc::new(View::new(
+            cur.full.clone(),
+            cur.members.clone(),
+            true,
+        )));
+    }
+
+    /// Drop `keys` from the near cache (after writes to them).
+    pub(crate) fn forget<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) {
+        #[cfg(feature = "near-cache")]
+        if let Some(near) = &self.near {
+            keys.into_iter().for_each(|k| near.invalidate(k));
+        }
+        #[cfg(not(feature = "near-cache"))]
+        let _ = keys;
+    }
+
+    /// A fresh near-cache copy of `key`, if the near cache holds one.
+    pub(crate) fn near_lookup(&self, key: &[u8]) -> Option<crate::Item> {
+        #[cfg(feature = "near-cache")]
+        if let Some(near) = self.near.as_ref().filter(|n| n.wants(key)) {
+            return near.lookup(key);
+        }
+        let _ = key;
+        None
+    }
+
+    /// Keep `item` (just read for `key`) in the near cache if the key is marked.
+    pub(crate) fn near_keep(&self, key: &[u8], item: &crate::Item) {
+        #[cfg(feature = "near-cache")]
+        if let Some(near) = self.near.as_ref().filter(|n| n.wants(key)) {
+            near.store(key, item);
+        }
+        let _ = (key, item);
+    }
+
+    /// The one value of the single-key retrieval `ex` on `m`, counted as a hit or miss.
+    pub(crate) fn single_hit(
+        &self,
+        m: &Member<P>,
+        ex: &mut exchange::Retrieve<'_>,
+    ) -> Option<crate::Item> {
+        let item = ex.take_item();
+        crate::observe::hits(
+            &m.server.addr,
+            u64::from(item.is_some()),
+            u64::from(item.is_none()),
+        );
+        item
+    }
+
+    /// Empty the near cache (flush_all).
+    pub(crate) fn near_clear(&self) {
+        #[cfg(feature = "near-cache")]
+        if let Some(near) = &self.near {
+            near.clear();
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Multi-key operations between grouping and I/O: the requests of one server's group, and
+//! each group's results put back in input order (with the near cache and hit counts kept).
+
+use super::Core;
+use super::exchange::Retrieve;
+use super::failover::ServerPool;
+use super::outcome::Item;
+use super::route::{Group, finish};
+use crate::error::{Error, Result};
+use crate::proto::{Request, StoreCommand};
+
+/// One output slot per input key; a filled slot is final.
+pub(crate) type Slots<T> = Vec<Option<Result<T>>>;
+
+/// Empty slots for `n` keys.
+pub(crate) fn slots<T>(n: usize) -> Slots<T> {
+    (0..n).map(|_| None).collect()
+}
+
+/// A multi-key operation between grouping and I/O: the keys (and values) by input index, the
+/// output slots (those already decided filled), and the keys grouped by server.
+pub(crate) struct Batch<'k, P, T> {
+    keys: Vec<&'k [u8]>,
+    values: Vec<&'k [u8]>,
+    /// Flags and expiry of a storage batch.
+    meta: (u32, u32),
+    out: Slots<T>,
+    pub(crate) groups: Vec<Group<'k, P>>,
+}
+
+impl<'k, P, T> Batch<'k, P, T> {
+    /// The `set` requests of `g` (`noreply` for a noreply batch).
+    pub(crate) fn sets<'a>(&'a self, g: &'a Group<'k, P>, noreply: bool) -> Vec<Request<'a>> {
+        let (flags, exptime) = self.meta;
+        g.idx
+            .iter()
+            .zip(&g.wire)
+            .map(|(&i, key)| Request::Store {
+                cmd: StoreCommand::Set,
+                key,
+                flags,
+                exptime,
+                value: self.values[i],
+                noreply,
+            })
+            .collect()
+    }
+
+    /// The `delete` requests of `g`.
+    pub(crate) fn deletes<'a>(&'a self, g: &'a Group<'k, P>) -> Vec<Request<'a>> {
+        g.wire
+            .iter()
+            .map(|key| Request::Delete {
+                key,
+                noreply: false,
+            })
+            .collect()
+    }
+
+    /// The results of a write batch: each group's `results` (one per key of the group) in
+    /// their slots, and the keys dropped from the near cache.
+    pub(crate) fn finish_writes(
+        mut self,
+        core: &Core<P>,
+        results: impl IntoIterator<Item = Vec<Result<T>>>,
+    ) -> Vec<Result<T>> {
+        for (g, results) in self.groups.iter().zip(results) {
+            for (&i, r) in g.idx.iter().zip(results) {
+                self.out[i] = Some(r);
+            }
+        }
+        core.forget(self.keys.iter().copied());
+        finish(self.out)
+    }
+}
+
+impl<'k, P> Batch<'k, P, Option<Item>> {
+    /// The wire keys of each group, for its [`Retrieve`].
+    pub(crate) fn group_keys(&self) -> Vec<Vec<&[u8]>> {
+        self.groups.iter().map(Group::keys).collect()
+    }
+
+    /// Put the outcome of group `gi`'s retrieval `ex` in its slots: the keys answered get
+    /// their value or miss (kept in the near cache when marked), the others `err`.
+    pub(crate) fn place_hits(
+        &self,
+        core: &Core<P>,
+        out: &mut Slots<Option<Item>>,
+        gi: usize,
+        ex: &mut Retrieve<'_>,
+        err: Option<&Error>,
+    ) where
+        P: ServerPool,
+    {
+        let g = &self.groups[gi];
+        let answered = if err.is_some() {
+            ex.answered()
+        } else {
+            g.idx.len()
+        };
+        let hits = ex.take_hits();
+        if err.is_none() {
+            let found = hits.iter().filter(|h| h.is_some()).count();
+            core.hits(&g.member, found, g.idx.len());
+        }
+        for (j, (&i, hit)) in g.idx.iter().zip(hits).enumerate() {
+            out[i] = Some(match err {
+                Some(e) if j >= answered => Err(e.clone()),
+                _ => {
+                    if let Some(item) = &hit {
+                        core.near_keep(self.keys[i], item);
+                    }
+                    Ok(hit)
+                }
+            });
+        }
+    }
+}
+
+impl<P: ServerPool> Core<P> {
+    /// A multi-get of `keys`, and its output slots (apart, so that they can be filled with
+    /// [`Batch::place_hits`] while the groups' keys are borrowed): those marked for the near
+    /// cache with a fresh copy answered, the rest grouped by server.
+    pub(crate) fn read_batch<'k, K: AsRef<[u8]>>(
+        &self,
+        keys: &'k [K],
+    ) -> (Batch<'k, P, Option<Item>>, Slots<Option<Item>>) {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        let mut out: Slots<Option<Item>> = keys
+            .iter()
+            .map(|k| self.near_lookup(k).map(|item| Ok(Some(item))))
+            .collect();
+        let groups = self.group(&keys, &mut out, false).groups;
+        let batch = Batch {
+            keys,
+            values: Vec::new(),
+            meta: (0, 0),
+            out: Vec::new(),
+            groups,
+        };
+        (batch, out)
+    }
+
+    /// A multi-delete of `keys`, grouped by server.
+    pub(crate) fn delete_batch<'k, K: AsRef<[u8]>, T>(&self, keys: &'k [K]) -> Batch<'k, P, T> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        let mut out = slots(keys.len());
+        let groups = self.group(&keys, &mut out, true).groups;
+        Batch {
+            keys,
+            values: Vec::new(),
+            meta: (0, 0),
+            out,
+            groups,
+        }
+    }
+
+    /// A multi-set of `items` with flags and expiry `meta`: values over the item size fail at
+    /// once, the rest are grouped by server.
+    pub(crate) fn set_batch<'k, K: AsRef<[u8]>, V: AsRef<[u8]>, T>(
+        &self,
+        items: &'k [(K, V)],
+        meta: (u32, u32),
+    ) -> Batch<'k, P, T> {
+        let keys: Vec<&[u8]> = items.iter().map(|(k, _)| k.as_ref()).collect();
+        let values: Vec<&[u8]> = items.iter().map(|(_, v)| v.as_ref()).collect();
+        let mut out: Slots<T> = values
+            .iter()
+            .map(|v| self.keys.check_value(v).err().map(Err))
+            .collect();
+        let groups = self.group(&keys, &mut out, true).groups;
+        Batch {
+            keys,
+            values,
+            meta,
+            out,
+            groups,
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! What commands return: values and the outcome of each kind of command.
+
+/// A value read from memcached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Item {
+    /// The value's bytes.
+    pub value: Vec<u8>,
+    /// The client flags stored with it.
+    pub flags: u32,
+    /// The CAS unique (`gets`, `gats`).
+    pub cas: Option<u64>,
+}
+
+impl Item {
+    /// An item as a server would return it.
+    ///
+    /// ```
+    /// let item = memshard::Item::new(b"hi".to_vec(), 0, None);
+    /// assert_eq!(item.text(), Some("hi"));
+    /// ```
+    pub fn new(value: Vec<u8>, flags: u32, cas: Option<u64>) -> Item {
+        Item { value, flags, cas }
+    }
+
+    /// The value as UTF-8 text, if it is.
+    pub fn text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.value).ok()
+    }
+}
+
+/// What a storage command did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreOutcome {
+    /// `STORED`
+    Stored,
+    /// `NOT_STORED`: the condition of `add`/`replace`/`append`/`prepend` failed.
+    NotStored,
+    /// `EXISTS`: a `cas` found the item changed since it was read.
+    Exists,
+    /// `NOT_FOUND`: a `cas` found no item.
+    NotFound,
+}
+
+/// What `delete` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// `DELETED`
+    Deleted,
+    /// `NOT_FOUND`
+    NotFound,
+}
+
+/// What `touch` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TouchOutcome {
+    /// `TOUCHED`
+    Touched,
+    /// `NOT_FOUND`
+    NotFound,
+}
+
+/// A server's statistics as `(name, value)` pairs.
+pub type Stats = Vec<(String, String)>;

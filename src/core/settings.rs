@@ -1,0 +1,337 @@
+//! Every client setting, its default and its validation, and the one [`Builder`] both clients
+//! are built with.
+
+use super::link::ConnOptions;
+use crate::KeyHash;
+use crate::error::{MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError};
+use crate::health::FailurePolicy;
+#[cfg(feature = "near-cache")]
+use crate::near::NearCacheConfig;
+use crate::proto;
+use crate::rejoin::DEFAULT_REJOIN_LIMIT;
+use crate::ring::{Flavor, HashTag, Ring};
+use crate::servers::{Server, parse_server_list};
+use std::marker::PhantomData;
+use std::time::Duration;
+
+/// Pool settings, kept to make pools for servers added later.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PoolSettings {
+    pub(crate) size: u32,
+    pub(crate) min_idle: u32,
+    pub(crate) checkout_timeout: Duration,
+    pub(crate) ping: bool,
+}
+
+/// What a builder collected.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) servers: Vec<Server>,
+    pub(crate) flavor: Flavor,
+    pub(crate) hash: Option<KeyHash>,
+    pub(crate) point_hash: Option<KeyHash>,
+    pub(crate) tag: Option<HashTag>,
+    pub(crate) pool: PoolSettings,
+    pub(crate) conn: ConnOptions,
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) hash_with_prefix: bool,
+    pub(crate) policy: FailurePolicy,
+    pub(crate) rejoin_limit: usize,
+    #[cfg(feature = "near-cache")]
+    pub(crate) near: Option<NearCacheConfig>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            servers: Vec::new(),
+            flavor: Flavor::Libmemcached,
+            hash: None,
+            point_hash: None,
+            tag: None,
+            pool: PoolSettings {
+                size: 8,
+                min_idle: 0,
+                checkout_timeout: Duration::from_millis(1000),
+                ping: false,
+            },
+            conn: ConnOptions::default(),
+            prefix: Vec::new(),
+            hash_with_prefix: false,
+            policy: FailurePolicy::default(),
+            rejoin_limit: DEFAULT_REJOIN_LIMIT,
+            #[cfg(feature = "near-cache")]
+            near: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Every setting that could not work, as a [`SettingError`] naming it, so that no setting
+    /// can make a pool or a request panic later. Timeouts (connect, read, write, checkout,
+    /// retry) must be at most [`MAX_TIMEOUT`], all but the retry timeout above 0; `pool_size`
+    /// from 1 to [`MAX_POOL_SIZE`]; `min_idle` at most `pool_size`; the prefix a valid key
+    /// start.
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
+        let pool = &self.pool;
+        if pool.size == 0 {
+            return Err(SettingError::ZeroPoolSize);
+        }
+        if pool.size > MAX_POOL_SIZE {
+            return Err(SettingError::PoolTooLarge(pool.size));
+        }
+        if pool.min_idle > pool.size {
+            return Err(SettingError::MinIdleAbovePoolSize {
+                min_idle: pool.min_idle,
+                pool_size: pool.size,
+            });
+        }
+        SettingError::check_timeout("checkout_timeout", pool.checkout_timeout)?;
+        SettingError::check_timeout("connect_timeout", self.conn.connect_timeout)?;
+        SettingError::check_timeout("read_timeout", self.conn.read_timeout)?;
+        SettingError::check_timeout("write_timeout", self.conn.write_timeout)?;
+        // 0 is allowed here: a down server is probed again at once.
+        let retry = self.policy.retry_timeout;
+        if retry > MAX_TIMEOUT {
+            return Err(SettingError::TimeoutTooLong {
+                setting: "failure_policy.retry_timeout",
+                value: retry,
+            });
+        }
+        if !self.prefix.is_empty() {
+            proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
+        }
+        Ok(())
+    }
+
+    /// The ring these settings describe.
+    pub(crate) fn ring(&self) -> Result<Ring> {
+        Ok(Ring::with_point_hash(
+            self.servers.clone(),
+            self.flavor,
+            self.hash,
+            self.point_hash,
+            self.tag,
+        )?)
+    }
+}
+
+/// Builds a client: [`Client`](crate::Client) (`Builder<Client>`, from
+/// [`Client::builder`](crate::Client::builder)) or, with the `async` feature,
+/// [`aio::Client`](crate::aio::Client) (from `aio::Client::builder`). Both take the same
+/// settings. Every setting documents its default.
+///
+/// ```no_run
+/// use memshard::{Client, Flavor};
+/// use std::time::Duration;
+/// let client = Client::builder()
+///     .server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?
+///     .flavor(Flavor::Libmemcached)
+///     .pool_size(4)
+///     .read_timeout(Duration::from_millis(250))
+///     .build()?;
+/// let _ = client.set("greeting", "hello", 0, 0)?;
+/// assert_eq!(client.get("greeting")?.unwrap().value, b"hello");
+/// # Ok::<(), memshard::Error>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder<C = crate::Client> {
+    pub(crate) settings: Settings,
+    client: PhantomData<fn() -> C>,
+}
+
+impl<C> Clone for Builder<C> {
+    fn clone(&self) -> Self {
+        Builder {
+            settings: self.settings.clone(),
+            client: PhantomData,
+        }
+    }
+}
+
+impl<C> std::fmt::Debug for Builder<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("servers", &self.settings.servers.len())
+            .field("flavor", &self.settings.flavor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> Default for Builder<C> {
+    fn default() -> Self {
+        Builder {
+            settings: Settings::default(),
+            client: PhantomData,
+        }
+    }
+}
+
+impl<C> Builder<C> {
+    /// The settings, checked: what `build` starts from.
+    pub(crate) fn checked(self) -> Result<Settings> {
+        self.settings.validate()?;
+        Ok(self.settings)
+    }
+
+    /// Add servers. Default: none (building fails without any).
+    pub fn servers(mut self, servers: impl IntoIterator<Item = Server>) -> Self {
+        self.settings.servers.extend(servers);
+        self
+    }
+
+    /// Add servers from a server list in any format [`parse_server_list`] reads.
+    pub fn server_list(mut self, text: &str) -> Result<Self> {
+        self.settings.servers.extend(parse_server_list(text)?);
+        Ok(self)
+    }
+
+    /// Everything a peer configuration says: servers, flavor, key hash, point hash, hash tag,
+    /// failure policy, timeout (connect/read/write) and namespace prefix.
+    ///
+    /// ```
+    /// let cfg = memshard::config::libmemcached("--SERVER=127.0.0.1:11211 --DISTRIBUTION=consistent --HASH=MD5").unwrap();
+    /// let client = memshard::Client::builder().peer_config(cfg).build().unwrap();
+    /// assert_eq!(client.ring().flavor(), memshard::Flavor::LibmemcachedUnweighted);
+    /// ```
+    #[cfg(feature = "peer-config")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
+    pub fn peer_config(mut self, cfg: crate::config::PeerConfig) -> Self {
+        let s = &mut self.settings;
+        s.servers.extend(cfg.servers);
+        s.flavor = cfg.flavor;
+        s.hash = Some(cfg.hash);
+        s.point_hash = cfg.point_hash;
+        s.tag = cfg.hash_tag;
+        s.policy = cfg.failure_policy;
+        if let Some(t) = cfg.timeout {
+            s.conn.connect_timeout = t;
+            s.conn.read_timeout = t;
+            s.conn.write_timeout = t;
+        }
+        if let Some(p) = cfg.prefix {
+            s.prefix = p.into_bytes();
+        }
+        s.hash_with_prefix = cfg.hash_with_prefix;
+        self
+    }
+
+    /// Placement flavor. Default: [`Flavor::Libmemcached`].
+    pub fn flavor(mut self, flavor: Flavor) -> Self {
+        self.settings.flavor = flavor;
+        self
+    }
+
+    /// Key hash. Default: the flavor's.
+    pub fn hash(mut self, hash: KeyHash) -> Self {
+        self.settings.hash = Some(hash);
+        self
+    }
+
+    /// The hash the ring's points are built with, when it differs from the key hash
+    /// (libmemcached after a `--HASH` that changed only the key hash; see
+    /// [`Ring::with_point_hash`]). Default: the flavor's.
+    pub fn point_hash(mut self, hash: KeyHash) -> Self {
+        self.settings.point_hash = Some(hash);
+        self
+    }
+
+    /// Hash tag (twemproxy semantics). Default: none.
+    pub fn hash_tag(mut self, tag: HashTag) -> Self {
+        self.settings.tag = Some(tag);
+        self
+    }
+
+    /// Connections per server at most, from 1 to [`MAX_POOL_SIZE`]. Default: 8.
+    pub fn pool_size(mut self, n: u32) -> Self {
+        self.settings.pool.size = n;
+        self
+    }
+
+    /// Idle connections each pool keeps open, at most `pool_size`. Default: 0 (connect on
+    /// demand).
+    pub fn min_idle(mut self, n: u32) -> Self {
+        self.settings.pool.min_idle = n;
+        self
+    }
+
+    /// Longest wait for a free connection when all `pool_size` are in use (connecting is
+    /// bounded by the connect timeout alone), above 0 and at most [`MAX_TIMEOUT`]. Default:
+    /// 1 s.
+    pub fn checkout_timeout(mut self, d: Duration) -> Self {
+        self.settings.pool.checkout_timeout = d;
+        self
+    }
+
+    /// Send `version` on every checkout to test the connection. Default: off (it doubles the
+    /// round trips; broken connections are already never reused).
+    pub fn ping_on_checkout(mut self, on: bool) -> Self {
+        self.settings.pool.ping = on;
+        self
+    }
+
+    /// Connect timeout, above 0 and at most [`MAX_TIMEOUT`]. Default: 500 ms.
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.settings.conn.connect_timeout = d;
+        self
+    }
+
+    /// Longest wait for the replies to one write, above 0 and at most [`MAX_TIMEOUT`].
+    /// Default: 1 s.
+    pub fn read_timeout(mut self, d: Duration) -> Self {
+        self.settings.conn.read_timeout = d;
+        self
+    }
+
+    /// Longest wait to write one request, above 0 and at most [`MAX_TIMEOUT`]. Default: 1 s.
+    pub fn write_timeout(mut self, d: Duration) -> Self {
+        self.settings.conn.write_timeout = d;
+        self
+    }
+
+    /// Largest value sent or accepted. Default: 1 MiB (memcached's default `-I`).
+    pub fn max_value_size(mut self, bytes: usize) -> Self {
+        self.settings.conn.max_value_size = bytes;
+        self
+    }
+
+    /// Prefix sent in front of every key, like libmemcached's `MEMCACHED_CALLBACK_PREFIX_KEY`
+    /// and php-memcached's `OPT_PREFIX_KEY`: the server sees `prefix + key`; placement hashes
+    /// only `key` unless [`Builder::hash_with_prefix`] is set. Default: none.
+    pub fn prefix(mut self, prefix: impl AsRef<[u8]>) -> Self {
+        self.settings.prefix = prefix.as_ref().to_vec();
+        self
+    }
+
+    /// Hash `prefix + key` for placement (libmemcached `HASH_WITH_PREFIX_KEY`, pylibmc's
+    /// `key_prefix`). Default: off.
+    pub fn hash_with_prefix(mut self, on: bool) -> Self {
+        self.settings.hash_with_prefix = on;
+        self
+    }
+
+    /// Failure handling: failure limit, retry timeout (at most [`MAX_TIMEOUT`]), auto-eject.
+    /// Default: [`FailurePolicy::default`] (2 failures, 2 s, no ejection).
+    pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.settings.policy = policy;
+        self
+    }
+
+    /// With auto-eject, the keys written or deleted elsewhere while a server is out that are
+    /// remembered for it, at most: when it returns they are deleted on it before it takes reads
+    /// again, so that it never serves the old copies it kept. Past this bound it is flushed
+    /// (`flush_all`) before it rejoins instead, losing its other data too (see
+    /// [`crate::rejoin`]). Default: [`DEFAULT_REJOIN_LIMIT`] (100,000 keys per server).
+    pub fn rejoin_limit(mut self, keys: usize) -> Self {
+        self.settings.rejoin_limit = keys;
+        self
+    }
+
+    /// An in-process near cache for the keys the config marks (hot keys). Default: off.
+    #[cfg(feature = "near-cache")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
+    pub fn near_cache(mut self, config: NearCacheConfig) -> Self {
+        self.settings.near = Some(config);
+        self
+    }
+}
