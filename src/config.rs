@@ -1,5 +1,5 @@
 //! Configurations teams already have: a twemproxy `nutcracker.yml` pool and libmemcached
-//! configuration strings, read into a server list, a flavour, a key hash, a hash tag and a
+//! configuration strings, read into a server list, a flavor, a key hash, a hash tag and a
 //! failure policy that place keys as the peer does.
 
 use crate::hash::KeyHash;
@@ -11,10 +11,11 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 /// A placement configuration read from a peer's own format.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct PeerConfig {
     /// Servers, in the peer's order.
     pub servers: Vec<Server>,
-    /// The flavour that places keys as the peer does.
+    /// The flavor that places keys as the peer does.
     pub flavor: Flavor,
     /// The key hash.
     pub hash: KeyHash,

@@ -4,6 +4,7 @@ use crate::proto::{KeyError, ParseError};
 use crate::ring::RingError;
 use crate::servers::ServerListError;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most connections a pool may hold per server. memcached's own default limit is 1024
@@ -84,20 +85,26 @@ pub enum Error {
     /// A socket error talking to `server` (connection refused, reset, ...). The connection
     /// was dropped; retrying may reach a fresh one.
     #[error(
-        "I/O error with {server}: {message} ({kind:?}); check that the server is up and reachable"
+        "I/O error with {server} during {op}: {message} ({kind:?}); check that the server is up and reachable"
     )]
     Io {
         /// The server's address.
         server: String,
+        /// What was being done (connect, resolve, write, read, idle check).
+        op: &'static str,
         /// The kind of I/O error.
         kind: io::ErrorKind,
-        /// The OS's message.
+        /// The OS's message, and what it means here.
         message: String,
+        /// The I/O error itself.
+        #[source]
+        source: Arc<io::Error>,
     },
     /// `server` did not answer in time. The connection was dropped so that its late reply
     /// can never be read by another request.
     #[error(
-        "timeout after {millis} ms waiting for {server} during {op}; raise the timeout or check the server"
+        "timeout after {} ms waiting for {server} during {op}; raise the timeout or check the server",
+        after.as_millis()
     )]
     Timeout {
         /// The server's address.
@@ -105,7 +112,7 @@ pub enum Error {
         /// What was being done (connect, write, read).
         op: &'static str,
         /// The timeout that expired.
-        millis: u128,
+        after: Duration,
     },
     /// `server` sent bytes that are not a valid reply to the request. The connection was
     /// dropped.
@@ -130,6 +137,7 @@ pub enum Error {
         /// The key, lossily decoded for display.
         key: String,
         /// Why.
+        #[source]
         reason: KeyError,
     },
     /// The value is larger than the configured item size; nothing was sent.
@@ -155,13 +163,14 @@ pub enum Error {
     /// `server` is marked down after repeated failures; nothing was sent. It is probed again
     /// after the retry timeout.
     #[error(
-        "{server} is marked down after repeated failures; retry in {retry_in_ms} ms (or enable auto-eject to move its keys)"
+        "{server} is marked down after repeated failures; retry in {} ms (or enable auto-eject to move its keys)",
+        retry_in.as_millis()
     )]
     ServerDown {
         /// The server's address.
         server: String,
         /// Time left until it is probed again.
-        retry_in_ms: u128,
+        retry_in: Duration,
     },
     /// The client could not be built from its configuration.
     #[error("configuration: {0}")]
@@ -178,18 +187,39 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(server: &str, e: &io::Error, op: &'static str, millis: u128) -> Error {
+    /// The error for `e`, met during `op` with `server`; a timeout (`WouldBlock`, `TimedOut`)
+    /// becomes [`Error::Timeout`] after `timeout`.
+    pub(crate) fn io(server: &str, e: io::Error, op: &'static str, timeout: Duration) -> Error {
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
                 server: server.to_string(),
                 op,
-                millis,
+                after: timeout,
             },
             kind => Error::Io {
                 server: server.to_string(),
+                op,
                 kind,
                 message: e.to_string(),
+                source: Arc::new(e),
             },
+        }
+    }
+
+    /// An [`Error::Io`] of `kind` that the client found itself (end of stream, no address).
+    pub(crate) fn io_kind(
+        server: &str,
+        op: &'static str,
+        kind: io::ErrorKind,
+        message: impl Into<String>,
+    ) -> Error {
+        let message = message.into();
+        Error::Io {
+            server: server.to_string(),
+            op,
+            kind,
+            source: Arc::new(io::Error::new(kind, message.clone())),
+            message,
         }
     }
 
@@ -205,6 +235,36 @@ impl Error {
             key: String::from_utf8_lossy(key).into_owned(),
             reason,
         }
+    }
+
+    /// The server the error is about, if it is about one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Error::Io { server, .. }
+            | Error::Timeout { server, .. }
+            | Error::Protocol { server, .. }
+            | Error::Server { server, .. }
+            | Error::Pool { server, .. }
+            | Error::ServerDown { server, .. } => Some(server),
+            _ => None,
+        }
+    }
+
+    /// A timeout: connecting, writing or reading took longer than its setting.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// The server could not be connected to (refused, unreachable, no address, connect
+    /// timeout); nothing was sent.
+    pub fn is_connect(&self) -> bool {
+        matches!(
+            self,
+            Error::Io {
+                op: "connect" | "resolve",
+                ..
+            } | Error::Timeout { op: "connect", .. }
+        )
     }
 
     /// True for errors after which the server may be unhealthy (I/O, timeout, protocol,
@@ -234,3 +294,30 @@ impl From<ParseError> for Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn io_errors_keep_their_source_and_say_what_they_are() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        let e = Error::io("127.0.0.1:1", refused, "connect", Duration::from_millis(5));
+        assert!(e.is_connect() && !e.is_timeout());
+        assert_eq!(e.server(), Some("127.0.0.1:1"));
+        let source = e.source().and_then(|s| s.downcast_ref::<Arc<io::Error>>());
+        assert_eq!(
+            source.map(|s| s.kind()),
+            Some(io::ErrorKind::ConnectionRefused)
+        );
+
+        let slow = io::Error::from(io::ErrorKind::WouldBlock);
+        let e = Error::io("127.0.0.1:1", slow, "read", Duration::from_millis(250));
+        assert!(e.is_timeout() && !e.is_connect());
+        assert!(e.to_string().contains("250 ms"), "{e}");
+
+        let key = Error::invalid_key(b"a b", KeyError::BadByte { at: 1, byte: b' ' });
+        assert!(key.source().is_some() && key.server().is_none());
+    }
+}

@@ -36,7 +36,7 @@
 //! # Ok::<(), memshard::Error>(())
 //! ```
 //!
-//! # Flavours
+//! # Flavors
 //!
 //! | [`Flavor`] | peer |
 //! |---|---|
@@ -54,7 +54,7 @@
 //!
 //! # Layers
 //!
-//! [`ring`] (flavour → continuum → server index) → [`client`] (group by server) → [`pool`]
+//! [`ring`] (flavor → continuum → server index) → [`client`] (group by server) → [`pool`]
 //! (one per server, no threads) → [`conn`] (socket, buffer, timeouts) → [`proto`] (pure
 //! functions over bytes). Keys are validated before anything is sent; a connection that saw an
 //! error mid-exchange is never reused, and a pooled one is checked before reuse.

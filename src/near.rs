@@ -53,6 +53,7 @@ impl KeyMatcher {
 /// let cfg = NearCacheConfig::prefixes(["config:", "rates:"], Duration::from_secs(2), 10_000);
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct NearCacheConfig {
     /// Which keys are cached.
     pub matcher: KeyMatcher,
@@ -95,6 +96,7 @@ impl NearCacheConfig {
 
 /// Near-cache counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NearCacheStats {
     /// Reads served from the process.
     pub hits: u64,

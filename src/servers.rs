@@ -28,6 +28,7 @@ pub const DEFAULT_PORT: u16 = 11211;
 /// assert_eq!(s.addr, "[::1]:11212");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Server {
     /// Host name or IP address, without IPv6 brackets.
     pub host: String,
@@ -36,10 +37,10 @@ pub struct Server {
     /// Relative weight, at least 1.
     pub weight: u32,
     /// Optional name (twemproxy server name, uhashring node name): replaces the address in
-    /// point names for the flavours that support names.
+    /// point names for the flavors that support names.
     pub name: Option<String>,
     /// The address exactly as written (`host:port`, `[v6]:port`, or `host` when the port was
-    /// left out). Flavours whose peers hash the text as given (libketama, node hashring) use it,
+    /// left out). Flavors whose peers hash the text as given (libketama, node hashring) use it,
     /// and it is what `memshard route` prints.
     pub addr: String,
 }

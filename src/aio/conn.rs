@@ -61,19 +61,18 @@ impl AsyncConn {
         server: &str,
         opts: &ConnOptions,
     ) -> Result<AsyncConn> {
-        let millis = opts.connect_timeout.as_millis();
         let connecting = async {
             if host.starts_with('/') {
                 return UnixStream::connect(host)
                     .await
                     .map(Stream::Unix)
-                    .map_err(|e| Error::io(server, &e, "connect", millis));
+                    .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout));
             }
             let addrs: Vec<std::net::SocketAddr> = match host.parse::<IpAddr>() {
                 Ok(ip) => vec![(ip, port).into()],
                 Err(_) => tokio::net::lookup_host((host, port))
                     .await
-                    .map_err(|e| Error::io(server, &e, "resolve", millis))?
+                    .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?
                     .collect(),
             };
             let mut last = None;
@@ -82,19 +81,20 @@ impl AsyncConn {
                     Ok(s) => {
                         // Requests are small and latency matters more than packet count.
                         s.set_nodelay(true)
-                            .map_err(|e| Error::io(server, &e, "connect", millis))?;
+                            .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
                         return Ok(Stream::Tcp(s));
                     }
                     Err(e) => last = Some(e),
                 }
             }
             Err(match last {
-                Some(e) => Error::io(server, &e, "connect", millis),
-                None => Error::Io {
-                    server: server.to_string(),
-                    kind: io::ErrorKind::NotFound,
-                    message: format!("{host} resolved to no address"),
-                },
+                Some(e) => Error::io(server, e, "connect", opts.connect_timeout),
+                None => Error::io_kind(
+                    server,
+                    "resolve",
+                    io::ErrorKind::NotFound,
+                    format!("{host} resolved to no address"),
+                ),
             })
         };
         let stream = match timeout(opts.connect_timeout, connecting).await {
@@ -103,7 +103,7 @@ impl AsyncConn {
                 return Err(Error::Timeout {
                     server: server.to_string(),
                     op: "connect",
-                    millis,
+                    after: opts.connect_timeout,
                 });
             }
         };
@@ -135,7 +135,7 @@ impl AsyncConn {
         let written = timeout(limit, self.stream.write_all(self.link.pending_write())).await;
         match written {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(self.link.io_failed(&e, "write")),
+            Ok(Err(e)) => Err(self.link.io_failed(e, "write")),
             Err(_) => Err(self.link.timed_out("write")),
         }
     }
@@ -148,7 +148,7 @@ impl AsyncConn {
             Err(_) => Err(self.link.timed_out("read")),
             Ok(Ok(n)) => self.link.received(n),
             Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Ok(Err(e)) => Err(self.link.io_failed(&e, "read")),
+            Ok(Err(e)) => Err(self.link.io_failed(e, "read")),
         }
     }
 

@@ -85,16 +85,16 @@ impl std::fmt::Debug for Conn {
 impl Conn {
     /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`.
     pub(crate) fn connect(host: &str, port: u16, server: &str, opts: &ConnOptions) -> Result<Conn> {
-        let millis = opts.connect_timeout.as_millis();
         let stream = if host.starts_with('/') {
             // A unix socket connect does not block on the network; no timeout applies.
             Stream::Unix(
-                UnixStream::connect(host).map_err(|e| Error::io(server, &e, "connect", millis))?,
+                UnixStream::connect(host)
+                    .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?,
             )
         } else {
             let addrs = (host, port)
                 .to_socket_addrs()
-                .map_err(|e| Error::io(server, &e, "resolve", millis))?;
+                .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?;
             let mut last = None;
             let mut found = None;
             for a in addrs {
@@ -108,24 +108,27 @@ impl Conn {
             }
             let s = match (found, last) {
                 (Some(s), _) => s,
-                (None, Some(e)) => return Err(Error::io(server, &e, "connect", millis)),
+                (None, Some(e)) => {
+                    return Err(Error::io(server, e, "connect", opts.connect_timeout));
+                }
                 (None, None) => {
-                    return Err(Error::Io {
-                        server: server.to_string(),
-                        kind: io::ErrorKind::NotFound,
-                        message: format!("{host} resolved to no address"),
-                    });
+                    return Err(Error::io_kind(
+                        server,
+                        "resolve",
+                        io::ErrorKind::NotFound,
+                        format!("{host} resolved to no address"),
+                    ));
                 }
             };
             // Requests are small and latency matters more than packet count.
             s.set_nodelay(true)
-                .map_err(|e| Error::io(server, &e, "connect", millis))?;
+                .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
             Stream::Tcp(s)
         };
         stream
             .set_read_timeout(opts.read_timeout)
             .and_then(|_| stream.set_write_timeout(opts.write_timeout))
-            .map_err(|e| Error::io(server, &e, "connect", millis))?;
+            .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
         Ok(Conn {
             stream,
             link: Link::new(server, opts),
@@ -186,14 +189,14 @@ impl Conn {
             match self.stream.write(&self.link.pending_write()[at..]) {
                 Ok(0) => {
                     let e = io::Error::from(io::ErrorKind::WriteZero);
-                    return Err(self.link.io_failed(&e, "write"));
+                    return Err(self.link.io_failed(e, "write"));
                 }
                 Ok(n) => {
                     self.link.wrote();
                     at += n;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.link.io_failed(&e, "write")),
+                Err(e) => return Err(self.link.io_failed(e, "write")),
             }
         }
         Ok(())
@@ -215,14 +218,14 @@ impl Conn {
         if left.saturating_add(slack) < self.read_timeout_set {
             let left = left.max(Duration::from_millis(1));
             if let Err(e) = self.stream.set_read_timeout(left) {
-                return Err(self.link.io_failed(&e, "read"));
+                return Err(self.link.io_failed(e, "read"));
             }
             self.read_timeout_set = left;
         }
         match self.stream.read(self.link.spare()) {
             Ok(n) => self.link.received(n),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(e) => Err(self.link.io_failed(&e, "read")),
+            Err(e) => Err(self.link.io_failed(e, "read")),
         }
     }
 

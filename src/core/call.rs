@@ -43,11 +43,15 @@ pub(crate) fn after_failure(error: Error, link: &Link, resend: Resend) -> Failed
     let error = match error {
         Error::Io {
             server,
+            op,
             kind,
             message,
+            source,
         } => Error::Io {
             server,
+            op,
             kind,
+            source,
             message: format!(
                 "{message}; the pooled connection had been closed by the server, and the request was not sent again on a new one because repeating it is not harmless: it was most likely not applied, but check before repeating it"
             ),

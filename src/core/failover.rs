@@ -136,14 +136,14 @@ impl<P: ServerPool> Core<P> {
 
     /// `Err(ServerDown)` while `m` is marked down.
     pub(crate) fn available(&self, m: &Member<P>) -> Result<()> {
-        let retry_in_ms = match m.health.availability(self.epoch, Instant::now()) {
+        let retry_in = match m.health.availability(self.epoch, Instant::now()) {
             Availability::Up => return Ok(()),
-            Availability::Down(wait) => wait.as_millis(),
-            Availability::Probe => 0,
+            Availability::Down(wait) => wait,
+            Availability::Probe => Duration::ZERO,
         };
         Err(Error::ServerDown {
             server: m.server.addr.clone(),
-            retry_in_ms,
+            retry_in,
         })
     }
 }

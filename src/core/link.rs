@@ -203,17 +203,18 @@ impl Link {
         }
         let e = match peeked {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Ok(0) => Error::Io {
-                server: self.server.clone(),
-                kind: io::ErrorKind::UnexpectedEof,
-                message: "the server closed the connection while it was idle in the pool".into(),
-            },
+            Ok(0) => Error::io_kind(
+                &self.server,
+                "idle check",
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection while it was idle in the pool",
+            ),
             Ok(n) => unasked(
                 &self.server,
                 &waiting[..n.min(waiting.len())],
                 "while the connection was idle",
             ),
-            Err(e) => Error::io(&self.server, &e, "idle check", 0),
+            Err(e) => Error::io(&self.server, e, "idle check", Duration::ZERO),
         };
         Err(self.fail(e))
     }
@@ -296,11 +297,12 @@ impl Link {
     /// A read into [`Link::spare`] returned `n` bytes; 0 is the end of the stream.
     pub(crate) fn received(&mut self, n: usize) -> Result<()> {
         if n == 0 {
-            let e = Error::Io {
-                server: self.server.clone(),
-                kind: io::ErrorKind::UnexpectedEof,
-                message: "server closed the connection".into(),
-            };
+            let e = Error::io_kind(
+                &self.server,
+                "read",
+                io::ErrorKind::UnexpectedEof,
+                "server closed the connection",
+            );
             return Err(self.fail(e));
         }
         self.rb.filled(n);
@@ -310,26 +312,25 @@ impl Link {
     }
 
     /// A socket operation (`op`: write or read) failed.
-    pub(crate) fn io_failed(&mut self, e: &io::Error, op: &'static str) -> Error {
-        let millis = match op {
-            "write" => self.opts.write_timeout.as_millis(),
-            _ => self.opts.read_timeout.as_millis(),
-        };
-        let e = Error::io(&self.server, e, op, millis);
+    pub(crate) fn io_failed(&mut self, e: io::Error, op: &'static str) -> Error {
+        let e = Error::io(&self.server, e, op, self.timeout_of(op));
         self.fail(e)
     }
 
     /// The deadline of `op` passed.
     pub(crate) fn timed_out(&mut self, op: &'static str) -> Error {
-        let millis = match op {
-            "write" => self.opts.write_timeout.as_millis(),
-            _ => self.opts.read_timeout.as_millis(),
-        };
         let e = Error::Timeout {
             server: self.server.clone(),
             op,
-            millis,
+            after: self.timeout_of(op),
         };
         self.fail(e)
+    }
+
+    fn timeout_of(&self, op: &str) -> Duration {
+        match op {
+            "write" => self.opts.write_timeout,
+            _ => self.opts.read_timeout,
+        }
     }
 }

@@ -4,7 +4,7 @@ use super::flavor::{Search, Ties};
 
 /// Sorted, de-duplicated points and their owners, built once.
 ///
-/// Equal points are resolved at build time by the flavour's tie rule, so every lookup is a plain
+/// Equal points are resolved at build time by the flavor's tie rule, so every lookup is a plain
 /// binary search over distinct points.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Continuum {

@@ -1,6 +1,6 @@
-//! Flavours: each peer's whole ketama recipe in one value.
+//! Flavors: each peer's whole ketama recipe in one value.
 //!
-//! A flavour fixes the point-name format, the points-per-server arithmetic (with the peer's own
+//! A flavor fixes the point-name format, the points-per-server arithmetic (with the peer's own
 //! float/double/integer steps), how digest bytes become points, the key hash, the order of equal
 //! points and the lookup boundary. The caller can change only the key hash, and only where the
 //! peer lets its users change it (libmemcached, twemproxy).
@@ -47,7 +47,7 @@ pub enum Flavor {
     MemshardWeighted,
 }
 
-/// Every flavour with its CLI name, then the accepted aliases.
+/// Every flavor with its CLI name, then the accepted aliases.
 pub const FLAVORS: &[(&str, Flavor)] = &[
     ("libmemcached", Flavor::Libmemcached),
     ("libmemcached-unweighted", Flavor::LibmemcachedUnweighted),
@@ -247,7 +247,7 @@ impl Flavor {
             Flavor::Dalli => {
                 ((n as u128 * 160 * w as u128) as f64 / total_weight as f64).floor() as u64
             }
-            // Own weight only: this is what makes the flavour monotone.
+            // Own weight only: this is what makes the flavor monotone.
             Flavor::MemshardWeighted => 40 * w,
         }
     }
