@@ -58,7 +58,7 @@
 //! # Failures
 //!
 //! The blocking client's [`FailurePolicy`](crate::FailurePolicy) state machine
-//! ([`health`](crate::health)): after `failure_limit` consecutive failures a server is down and
+//!: after `failure_limit` consecutive failures a server is down and
 //! its keys fail fast with `ServerDown`; a tokio task probes it after `retry_timeout`; with
 //! `auto_eject` its keys move to the ring over the live servers, built by the same code as the
 //! blocking client's.
