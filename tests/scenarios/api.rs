@@ -1,0 +1,501 @@
+//! The test-side view of a client: one trait, [`Api`], with every operation of the blocking
+//! [`memshard::Client`] as an `async fn`, implemented once (by a macro) for the blocking client
+//! (each method calls the blocking method directly) and for the async client (each method
+//! awaits the async one). Scenarios are written against the trait, so each runs unchanged on
+//! both clients.
+//!
+//! The operations the async client does not have yet (issue 14) are in [`ParityApi`] and
+//! [`ParitySettings`]; their async implementations sit behind the parity switch
+//! (`async_parity!`, defined in tests/scenarios.rs).
+#![allow(async_fn_in_trait, dead_code)]
+
+use memshard::config::PeerConfig;
+use memshard::near::{NearCacheConfig, NearCacheStats};
+use memshard::watch::Watcher;
+use memshard::{
+    DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
+    StoreOutcome, TouchOutcome,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Builder settings, the same names and arguments on both builders. A scenario builds its
+/// client with [`build`] and a closure over this trait, so both clients get the same settings.
+pub trait Settings: Sized {
+    type Client;
+    fn build(self) -> Result<Self::Client>;
+    fn servers(self, servers: Vec<Server>) -> Self;
+    /// A server list in any format `parse_server_list` reads (a bad list is a test bug).
+    fn server_list(self, text: &str) -> Self;
+    fn flavor(self, flavor: Flavor) -> Self;
+    fn hash(self, hash: KeyHash) -> Self;
+    fn hash_tag(self, tag: HashTag) -> Self;
+    fn pool_size(self, n: u32) -> Self;
+    fn min_idle(self, n: u32) -> Self;
+    fn checkout_timeout(self, d: Duration) -> Self;
+    fn ping_on_checkout(self, on: bool) -> Self;
+    fn connect_timeout(self, d: Duration) -> Self;
+    fn read_timeout(self, d: Duration) -> Self;
+    fn write_timeout(self, d: Duration) -> Self;
+    fn max_value_size(self, bytes: usize) -> Self;
+    fn prefix(self, prefix: &str) -> Self;
+    fn hash_with_prefix(self, on: bool) -> Self;
+    fn failure_policy(self, policy: FailurePolicy) -> Self;
+    fn rejoin_limit(self, keys: usize) -> Self;
+}
+
+/// Builder settings the async builder lacks today (issue 14).
+pub trait ParitySettings: Settings {
+    fn peer_config(self, cfg: PeerConfig) -> Self;
+    fn near_cache(self, cfg: NearCacheConfig) -> Self;
+}
+
+macro_rules! impl_settings {
+    ($builder:ty, $client:ty) => {
+        impl Settings for $builder {
+            type Client = $client;
+            fn build(self) -> Result<$client> {
+                <$builder>::build(self)
+            }
+            fn servers(self, servers: Vec<Server>) -> Self {
+                <$builder>::servers(self, servers)
+            }
+            fn server_list(self, text: &str) -> Self {
+                <$builder>::server_list(self, text)
+                    .unwrap_or_else(|e| panic!("server list {text:?}: {e}"))
+            }
+            fn flavor(self, flavor: Flavor) -> Self {
+                <$builder>::flavor(self, flavor)
+            }
+            fn hash(self, hash: KeyHash) -> Self {
+                <$builder>::hash(self, hash)
+            }
+            fn hash_tag(self, tag: HashTag) -> Self {
+                <$builder>::hash_tag(self, tag)
+            }
+            fn pool_size(self, n: u32) -> Self {
+                <$builder>::pool_size(self, n)
+            }
+            fn min_idle(self, n: u32) -> Self {
+                <$builder>::min_idle(self, n)
+            }
+            fn checkout_timeout(self, d: Duration) -> Self {
+                <$builder>::checkout_timeout(self, d)
+            }
+            fn ping_on_checkout(self, on: bool) -> Self {
+                <$builder>::ping_on_checkout(self, on)
+            }
+            fn connect_timeout(self, d: Duration) -> Self {
+                <$builder>::connect_timeout(self, d)
+            }
+            fn read_timeout(self, d: Duration) -> Self {
+                <$builder>::read_timeout(self, d)
+            }
+            fn write_timeout(self, d: Duration) -> Self {
+                <$builder>::write_timeout(self, d)
+            }
+            fn max_value_size(self, bytes: usize) -> Self {
+                <$builder>::max_value_size(self, bytes)
+            }
+            fn prefix(self, prefix: &str) -> Self {
+                <$builder>::prefix(self, prefix)
+            }
+            fn hash_with_prefix(self, on: bool) -> Self {
+                <$builder>::hash_with_prefix(self, on)
+            }
+            fn failure_policy(self, policy: FailurePolicy) -> Self {
+                <$builder>::failure_policy(self, policy)
+            }
+            fn rejoin_limit(self, keys: usize) -> Self {
+                <$builder>::rejoin_limit(self, keys)
+            }
+        }
+    };
+}
+
+macro_rules! impl_parity_settings {
+    ($builder:ty) => {
+        impl ParitySettings for $builder {
+            fn peer_config(self, cfg: PeerConfig) -> Self {
+                <$builder>::peer_config(self, cfg)
+            }
+            fn near_cache(self, cfg: NearCacheConfig) -> Self {
+                <$builder>::near_cache(self, cfg)
+            }
+        }
+    };
+}
+
+/// Every operation of a client, with the blocking client's names, arguments and results.
+pub trait Api: Sized + Clone + Send + Sync + 'static {
+    /// `blocking` or `async`, for messages.
+    const NAME: &'static str;
+    type Builder: Settings<Client = Self>;
+    fn builder() -> Self::Builder;
+
+    async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>>;
+    async fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>>;
+    async fn gat(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>>;
+    async fn gats(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>>;
+    async fn set(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome>;
+    async fn add(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome>;
+    async fn replace(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Result<StoreOutcome>;
+    async fn append(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<StoreOutcome>;
+    async fn prepend(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>)
+    -> Result<StoreOutcome>;
+    async fn cas(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+        cas: u64,
+    ) -> Result<StoreOutcome>;
+    async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome>;
+    async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>>;
+    async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>>;
+    async fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome>;
+    async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>>;
+    async fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<StoreOutcome>>;
+    async fn delete_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>>;
+    async fn version(&self) -> Vec<(Server, Result<String>)>;
+    async fn flush_all(&self, delay: Option<u32>) -> Vec<(Server, Result<()>)>;
+    async fn verbosity(&self, level: u32) -> Vec<(Server, Result<()>)>;
+    async fn stats(&self, group: Option<&str>) -> Vec<(Server, Result<Stats>)>;
+    fn set_servers(&self, servers: Vec<Server>) -> Result<()>;
+    fn down_servers(&self) -> Vec<Server>;
+    fn ring(&self) -> Arc<Ring>;
+    fn current_ring(&self) -> Ring;
+
+    /// `tasks` callers at once (threads for the blocking client, tokio tasks for the async
+    /// one), each making `each` gets of `key`; every result.
+    async fn gets_at_once(&self, key: &str, tasks: usize, each: usize)
+    -> Vec<Result<Option<Item>>>;
+}
+
+/// The operations the async client lacks today (issue 14).
+pub trait ParityApi: Api<Builder: ParitySettings> {
+    type Replicated<'a>: ReplicatedApi
+    where
+        Self: 'a;
+    fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> Self::Replicated<'_>;
+    fn near_cache_stats(&self) -> Option<NearCacheStats>;
+    async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<()>>;
+    fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher;
+    fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher;
+}
+
+/// `Client::replicated`'s handle.
+pub trait ReplicatedApi {
+    fn servers(&self) -> Vec<Server>;
+    async fn set(
+        &self,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<StoreOutcome>>;
+    async fn get(&self) -> Result<Option<Item>>;
+    async fn delete(&self) -> Vec<Result<DeleteOutcome>>;
+}
+
+/// `impl Api for $client`: every method calls the client's own, followed by `$($aw)*`
+/// (nothing for the blocking client, `.await` for the async one).
+macro_rules! impl_api {
+    ($client:ty, $builder:ty, $name:literal, $gets_at_once:path, $($aw:tt)*) => {
+        impl_settings!($builder, $client);
+
+        impl Api for $client {
+            const NAME: &'static str = $name;
+            type Builder = $builder;
+            fn builder() -> $builder {
+                <$client>::builder()
+            }
+            async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+                <$client>::get(self, key) $($aw)*
+            }
+            async fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+                <$client>::gets(self, key) $($aw)*
+            }
+            async fn gat(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
+                <$client>::gat(self, key, exptime) $($aw)*
+            }
+            async fn gats(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
+                <$client>::gats(self, key, exptime) $($aw)*
+            }
+            async fn set(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: impl AsRef<[u8]>,
+                flags: u32,
+                exptime: u32,
+            ) -> Result<StoreOutcome> {
+                <$client>::set(self, key, value, flags, exptime) $($aw)*
+            }
+            async fn add(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: impl AsRef<[u8]>,
+                flags: u32,
+                exptime: u32,
+            ) -> Result<StoreOutcome> {
+                <$client>::add(self, key, value, flags, exptime) $($aw)*
+            }
+            async fn replace(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: impl AsRef<[u8]>,
+                flags: u32,
+                exptime: u32,
+            ) -> Result<StoreOutcome> {
+                <$client>::replace(self, key, value, flags, exptime) $($aw)*
+            }
+            async fn append(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: impl AsRef<[u8]>,
+            ) -> Result<StoreOutcome> {
+                <$client>::append(self, key, value) $($aw)*
+            }
+            async fn prepend(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: impl AsRef<[u8]>,
+            ) -> Result<StoreOutcome> {
+                <$client>::prepend(self, key, value) $($aw)*
+            }
+            async fn cas(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: impl AsRef<[u8]>,
+                flags: u32,
+                exptime: u32,
+                cas: u64,
+            ) -> Result<StoreOutcome> {
+                <$client>::cas(self, key, value, flags, exptime, cas) $($aw)*
+            }
+            async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
+                <$client>::delete(self, key) $($aw)*
+            }
+            async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+                <$client>::incr(self, key, delta) $($aw)*
+            }
+            async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+                <$client>::decr(self, key, delta) $($aw)*
+            }
+            async fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
+                <$client>::touch(self, key, exptime) $($aw)*
+            }
+            async fn get_multi<K: AsRef<[u8]> + Sync>(
+                &self,
+                keys: &[K],
+            ) -> Vec<Result<Option<Item>>> {
+                <$client>::get_multi(self, keys) $($aw)*
+            }
+            async fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+                &self,
+                items: &[(K, V)],
+                flags: u32,
+                exptime: u32,
+            ) -> Vec<Result<StoreOutcome>> {
+                <$client>::set_multi(self, items, flags, exptime) $($aw)*
+            }
+            async fn delete_multi<K: AsRef<[u8]> + Sync>(
+                &self,
+                keys: &[K],
+            ) -> Vec<Result<DeleteOutcome>> {
+                <$client>::delete_multi(self, keys) $($aw)*
+            }
+            async fn version(&self) -> Vec<(Server, Result<String>)> {
+                <$client>::version(self) $($aw)*
+            }
+            async fn flush_all(&self, delay: Option<u32>) -> Vec<(Server, Result<()>)> {
+                <$client>::flush_all(self, delay) $($aw)*
+            }
+            async fn verbosity(&self, level: u32) -> Vec<(Server, Result<()>)> {
+                <$client>::verbosity(self, level) $($aw)*
+            }
+            async fn stats(&self, group: Option<&str>) -> Vec<(Server, Result<Stats>)> {
+                <$client>::stats(self, group) $($aw)*
+            }
+            fn set_servers(&self, servers: Vec<Server>) -> Result<()> {
+                <$client>::set_servers(self, servers)
+            }
+            fn down_servers(&self) -> Vec<Server> {
+                <$client>::down_servers(self)
+            }
+            fn ring(&self) -> Arc<Ring> {
+                <$client>::ring(self)
+            }
+            fn current_ring(&self) -> Ring {
+                <$client>::current_ring(self)
+            }
+            async fn gets_at_once(
+                &self,
+                key: &str,
+                tasks: usize,
+                each: usize,
+            ) -> Vec<Result<Option<Item>>> {
+                $gets_at_once(self, key, tasks, each) $($aw)*
+            }
+        }
+    };
+}
+
+/// `impl ParityApi for $client`, `ParitySettings for $builder` and `ReplicatedApi for
+/// $replicated`, as [`impl_api`].
+macro_rules! impl_parity_api {
+    ($client:ty, $builder:ty, $replicated:ident, $($aw:tt)*) => {
+        impl_parity_settings!($builder);
+
+        impl ParityApi for $client {
+            type Replicated<'a> = $replicated<'a>;
+            fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> $replicated<'_> {
+                <$client>::replicated(self, key, n)
+            }
+            fn near_cache_stats(&self) -> Option<NearCacheStats> {
+                <$client>::near_cache_stats(self)
+            }
+            async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+                &self,
+                items: &[(K, V)],
+                flags: u32,
+                exptime: u32,
+            ) -> Vec<Result<()>> {
+                <$client>::set_multi_noreply(self, items, flags, exptime) $($aw)*
+            }
+            fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher {
+                <$client>::watch_server_file(self, path, interval)
+            }
+            fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher {
+                <$client>::watch_dns(self, name, port, weight, interval)
+            }
+        }
+
+        impl ReplicatedApi for $replicated<'_> {
+            fn servers(&self) -> Vec<Server> {
+                $replicated::servers(self)
+            }
+            async fn set(
+                &self,
+                value: impl AsRef<[u8]>,
+                flags: u32,
+                exptime: u32,
+            ) -> Vec<Result<StoreOutcome>> {
+                $replicated::set(self, value, flags, exptime) $($aw)*
+            }
+            async fn get(&self) -> Result<Option<Item>> {
+                $replicated::get(self) $($aw)*
+            }
+            async fn delete(&self) -> Vec<Result<DeleteOutcome>> {
+                $replicated::delete(self) $($aw)*
+            }
+        }
+    };
+}
+
+impl_api!(memshard::Client, memshard::Builder, "blocking", threads,);
+
+fn threads(
+    c: &memshard::Client,
+    key: &str,
+    tasks: usize,
+    each: usize,
+) -> Vec<Result<Option<Item>>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| s.spawn(|| (0..each).map(|_| c.get(key)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
+
+#[cfg(feature = "async")]
+async fn tasks(
+    c: &memshard::aio::Client,
+    key: &str,
+    tasks: usize,
+    each: usize,
+) -> Vec<Result<Option<Item>>> {
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (c, key) = (c.clone(), key.to_string());
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                for _ in 0..each {
+                    out.push(c.get(&key).await);
+                }
+                out
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    all
+}
+
+mod blocking_parity {
+    use super::*;
+    use memshard::replica::Replicated;
+    impl_parity_api!(memshard::Client, memshard::Builder, Replicated,);
+}
+
+#[cfg(feature = "async")]
+impl_api!(memshard::aio::Client, memshard::aio::Builder, "async", tasks, .await);
+
+// The async client's parity operations: compiled only once the switch is on (they do not
+// exist yet). `memshard::aio::Replicated` is the name the async handle is expected to have.
+#[cfg(feature = "async")]
+async_parity! {
+    mod async_parity_impl {
+        use super::*;
+        use memshard::aio::Replicated;
+        impl_parity_api!(memshard::aio::Client, memshard::aio::Builder, Replicated, .await);
+    }
+}
+
+/// A client of type `C` built with `settings` applied to a fresh builder (the same closure
+/// gives both clients the same settings).
+pub fn build<C: Api>(settings: impl FnOnce(C::Builder) -> C::Builder) -> C {
+    settings(C::builder())
+        .build()
+        .unwrap_or_else(|e| panic!("{}: build: {e}", C::NAME))
+}
+
+/// Builds with `settings`, keeping the error.
+pub fn try_build<C: Api>(settings: impl FnOnce(C::Builder) -> C::Builder) -> Result<C> {
+    settings(C::builder()).build()
+}

@@ -1,0 +1,225 @@
+//! Bounded reads (issue 13, item 3): a server that never ends a multi-line reply can neither
+//! hold a caller past the read timeout nor make the client buffer without limit.
+//!
+//! Each scenario runs a fake server on 127.0.0.1 that answers the request with an endless
+//! reply: `STAT` lines after `stats`, `ERROR` lines after `set_multi_noreply`, `VALUE` blocks
+//! for the asked keys after `get_multi`. Slowly (a line every 10 ms, so a deadline renewed per
+//! line would never expire): the call must end with a read `Timeout`, the whole reply's
+//! deadline counted from the start of its read. Fast: the call must end with a `Protocol`
+//! error naming the server and the limit, and the process memory must stay bounded (VmRSS,
+//! +100 MB).
+//!
+//! The fake servers stop after a fixed number of lines (never a wall-clock time) and then close
+//! the connection, so a client without the bounds fails with an I/O error (end of stream)
+//! instead of hanging.
+
+use crate::api::{Api, ParityApi, Settings, build};
+use crate::support::LO;
+use memshard::{STATS_MAX_BYTES, STATS_MAX_LINES};
+use memshard::{Error, Server};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+const READ_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Memory may grow by this much during one bounded call (the limits are a few MiB at most).
+const RSS_SLACK_KIB: u64 = 100 * 1024;
+
+/// What a fake server sends after reading a request.
+#[derive(Clone)]
+struct Flood {
+    /// One unit of the endless reply (a line, or a VALUE block).
+    unit: Vec<u8>,
+    /// Pause between units (zero: as fast as the socket takes them, many units per write).
+    every: Duration,
+    /// Units sent at most before the server closes the connection.
+    max: u64,
+}
+
+/// A fake server on 127.0.0.1 answering every request on every connection with `flood`; its
+/// port.
+fn fake_server(flood: Flood) -> u16 {
+    let listener = TcpListener::bind((LO, 0)).expect("bind 127.0.0.1");
+    let port = listener.local_addr().expect("local addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let flood = flood.clone();
+            std::thread::spawn(move || serve(conn, &flood));
+        }
+    });
+    port
+}
+
+fn serve(mut conn: TcpStream, flood: &Flood) {
+    // the request: one read is enough for the small requests of these scenarios
+    let mut req = [0u8; 64 * 1024];
+    match conn.read(&mut req) {
+        Ok(n) if n > 0 => {}
+        _ => return,
+    }
+    let per_write = if flood.every.is_zero() { 256 } else { 1 };
+    let chunk: Vec<u8> = flood.unit.repeat(per_write as usize);
+    let mut done = 0;
+    while done < flood.max {
+        if conn.write_all(&chunk).is_err() {
+            // the client dropped the connection
+            return;
+        }
+        done += per_write;
+        if !flood.every.is_zero() {
+            std::thread::sleep(flood.every);
+        }
+    }
+}
+
+fn slow(unit: &[u8]) -> Flood {
+    // 10 ms a unit for 2000 units: 20 s at least, far past the read timeout
+    Flood {
+        unit: unit.to_vec(),
+        every: Duration::from_millis(10),
+        max: 2000,
+    }
+}
+
+fn fast(unit: &[u8], max: u64) -> Flood {
+    Flood {
+        unit: unit.to_vec(),
+        every: Duration::ZERO,
+        max,
+    }
+}
+
+fn vm_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
+fn client<C: Api>(port: u16) -> C {
+    build::<C>(|b| {
+        b.servers(vec![Server::new("127.0.0.1", port)])
+            .read_timeout(READ_TIMEOUT)
+    })
+}
+
+/// A read timeout from the fake server.
+#[track_caller]
+fn assert_read_timeout(e: &Error, port: u16) {
+    match e {
+        Error::Timeout { server, op, .. } => {
+            assert_eq!(server, &format!("127.0.0.1:{port}"));
+            assert_eq!(*op, "read");
+        }
+        other => panic!("expected a read Timeout, got {other:?}"),
+    }
+}
+
+/// A Protocol error from the fake server whose detail names `limit`.
+#[track_caller]
+fn assert_limit(e: &Error, port: u16, limit: &str) {
+    match e {
+        Error::Protocol { server, detail } => {
+            assert_eq!(server, &format!("127.0.0.1:{port}"));
+            assert!(
+                detail.contains(limit),
+                "the error should name the limit {limit}: {detail}"
+            );
+        }
+        other => panic!("expected a Protocol error naming {limit}, got {other:?}"),
+    }
+}
+
+async fn one_stats<C: Api>(c: &C) -> Error {
+    let mut all = c.stats(None).await;
+    assert_eq!(all.len(), 1);
+    match all.pop() {
+        Some((_, Err(e))) => e,
+        Some((_, Ok(s))) => panic!("stats of an endless reply returned {} lines", s.len()),
+        None => unreachable!(),
+    }
+}
+
+pub async fn stats_with_endless_slow_lines_times_out_once_for_the_whole_reply<C: Api>() {
+    let port = fake_server(slow(b"STAT x y\r\n"));
+    let e = one_stats(&client::<C>(port)).await;
+    assert_read_timeout(&e, port);
+}
+
+pub async fn stats_with_endless_fast_lines_stops_at_the_line_limit<C: Api>() {
+    let port = fake_server(fast(b"STAT x y\r\n", 8 * STATS_MAX_LINES as u64));
+    let c = client::<C>(port);
+    let rss = vm_rss_kib();
+    let e = one_stats(&c).await;
+    let grown = vm_rss_kib().saturating_sub(rss);
+    assert_limit(&e, port, &format!("{STATS_MAX_LINES} lines"));
+    assert!(grown < RSS_SLACK_KIB, "VmRSS grew by {grown} KiB");
+}
+
+pub async fn stats_with_endless_long_lines_stops_at_the_byte_limit<C: Api>() {
+    let line = format!("STAT x {}\r\n", "y".repeat(4000));
+    let units = 8 * (STATS_MAX_BYTES / line.len()) as u64;
+    let port = fake_server(fast(line.as_bytes(), units));
+    let c = client::<C>(port);
+    let rss = vm_rss_kib();
+    let e = one_stats(&c).await;
+    let grown = vm_rss_kib().saturating_sub(rss);
+    assert_limit(&e, port, &format!("{STATS_MAX_BYTES} bytes"));
+    assert!(grown < RSS_SLACK_KIB, "VmRSS grew by {grown} KiB");
+}
+
+fn keys(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("k{i}")).collect()
+}
+
+pub async fn get_multi_with_values_repeated_endlessly_stops_at_the_keys_asked<C: Api>() {
+    let asked = keys(10);
+    let values: Vec<u8> = asked
+        .iter()
+        .flat_map(|k| format!("VALUE {k} 0 1\r\nx\r\n").into_bytes())
+        .collect();
+    let port = fake_server(fast(&values, 1_000_000));
+    let c = client::<C>(port);
+    let rss = vm_rss_kib();
+    let r = c.get_multi(&asked).await;
+    let grown = vm_rss_kib().saturating_sub(rss);
+    assert_eq!(r.len(), 10);
+    for r in &r {
+        assert_limit(r.as_ref().expect_err("an endless reply"), port, "10 keys");
+    }
+    assert!(grown < RSS_SLACK_KIB, "VmRSS grew by {grown} KiB");
+}
+
+fn items(n: usize) -> Vec<(String, String)> {
+    (0..n).map(|i| (format!("k{i}"), "v".to_string())).collect()
+}
+
+pub async fn noreply_sets_with_endless_slow_errors_time_out_once_for_the_whole_reply<
+    C: ParityApi,
+>() {
+    // more requests than error lines the server sends within the read timeout, so that the
+    // deadline (not the count of requests sent) ends the read
+    let port = fake_server(slow(b"ERROR\r\n"));
+    let r = client::<C>(port).set_multi_noreply(&items(100), 0, 0).await;
+    assert_eq!(r.len(), 100);
+    for r in &r {
+        assert_read_timeout(r.as_ref().expect_err("an endless reply"), port);
+    }
+}
+
+pub async fn noreply_sets_with_endless_fast_errors_stop_at_one_error_per_request<C: ParityApi>() {
+    let port = fake_server(fast(b"ERROR\r\n", 1_000_000));
+    let c = client::<C>(port);
+    let rss = vm_rss_kib();
+    let r = c.set_multi_noreply(&items(10), 0, 0).await;
+    let grown = vm_rss_kib().saturating_sub(rss);
+    assert_eq!(r.len(), 10);
+    for r in &r {
+        assert_limit(r.as_ref().expect_err("an endless reply"), port, "11 lines");
+    }
+    assert!(grown < RSS_SLACK_KIB, "VmRSS grew by {grown} KiB");
+}

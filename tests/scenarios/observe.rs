@@ -1,0 +1,170 @@
+//! Metrics (feature `metrics`): a `metrics-util` DebuggingRecorder sees the client's metric
+//! families, each labelled with the server it is about.
+//!
+//! The recorder is global to the test binary and its snapshots drain it, so every snapshot is
+//! added to one shared tally under a lock; a scenario reads only the series labelled with its
+//! own servers (free ports: no other test has them).
+#![cfg(feature = "metrics")]
+
+use crate::api::{ParityApi, Settings, build};
+use crate::common::servers::Cluster;
+use crate::support::wait_for;
+use memshard::FailurePolicy;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// `(name, labels sorted)` → counter total, or histogram sample count.
+type Tally = HashMap<(String, Vec<(String, String)>), u64>;
+
+fn tally() -> std::sync::MutexGuard<'static, (Snapshotter, Tally)> {
+    static T: OnceLock<Mutex<(Snapshotter, Tally)>> = OnceLock::new();
+    let t = T.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::set_global_recorder(recorder).expect("the only recorder in this test binary");
+        Mutex::new((snapshotter, Tally::new()))
+    });
+    let mut guard = t.lock().unwrap_or_else(|e| e.into_inner());
+    let (snapshotter, tally) = &mut *guard;
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let mut labels: Vec<(String, String)> = key
+            .key()
+            .labels()
+            .map(|l| (l.key().to_string(), l.value().to_string()))
+            .collect();
+        labels.sort();
+        let n = match value {
+            DebugValue::Counter(n) => n,
+            DebugValue::Histogram(samples) => samples.len() as u64,
+            DebugValue::Gauge(_) => 1,
+        };
+        *tally
+            .entry((key.key().name().to_string(), labels))
+            .or_default() += n;
+    }
+    guard
+}
+
+/// Sum of `name` over the series whose `server` label is `server` and whose other labels
+/// include `with`.
+fn total(name: &str, server: &str, with: &[(&str, &str)]) -> u64 {
+    let guard = tally();
+    guard
+        .1
+        .iter()
+        .filter(|((n, labels), _)| {
+            n == name
+                && labels.iter().any(|(k, v)| k == "server" && v == server)
+                && with
+                    .iter()
+                    .all(|(wk, wv)| labels.iter().any(|(k, v)| k == wk && v == wv))
+        })
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// The nine metric families, counted next to the servers' own `stats`: requests per command,
+/// their durations, hits and misses (equal to the servers' get_hits and cmd_get), pool waits,
+/// errors and timeouts, an ejection and the probes of the down server.
+pub async fn metrics_families_are_recorded<C: ParityApi>() {
+    // the recorder is installed before any client works (without one the facade drops all)
+    drop(tally());
+    let c = Cluster::on_free_ports(&[2, 1, 1]);
+    let m = build::<C>(|b| {
+        b.server_list(&c.server_list())
+            .read_timeout(Duration::from_millis(200))
+            .failure_policy(FailurePolicy {
+                failure_limit: 1,
+                retry_timeout: Duration::from_millis(20),
+                auto_eject: false,
+            })
+    });
+    let before: Vec<(u64, u64, u64)> = c
+        .servers
+        .iter()
+        .map(|s| (s.stat("cmd_get"), s.stat("cmd_set"), s.stat("get_hits")))
+        .collect();
+    for i in 0..300 {
+        m.set(format!("m:{i}"), "v", 0, 0).await.unwrap();
+    }
+    for i in 0..450 {
+        let got = m.get(format!("m:{i}")).await.unwrap();
+        assert_eq!(
+            got.map(|item| item.value),
+            (i < 300).then(|| b"v".to_vec()),
+            "m:{i}"
+        );
+    }
+    let keys: Vec<String> = (0..100).map(|i| format!("m:{i}")).collect();
+    assert!(
+        m.get_multi(&keys)
+            .await
+            .iter()
+            .all(|r| matches!(r, Ok(Some(_))))
+    );
+    let (mut total_sets, mut total_hits) = (0, 0);
+    for (s, (g0, s0, h0)) in c.servers.iter().zip(before) {
+        let addr = s.addr();
+        let server_gets = s.stat("cmd_get") - g0;
+        let server_sets = s.stat("cmd_set") - s0;
+        let server_hits = s.stat("get_hits") - h0;
+        let sets = total("memshard_requests_total", &addr, &[("command", "set")]);
+        let hits = total("memshard_hits_total", &addr, &[]);
+        let misses = total("memshard_misses_total", &addr, &[]);
+        assert_eq!(sets, server_sets, "{}: {addr} sets", C::NAME);
+        assert_eq!(
+            hits + misses,
+            server_gets,
+            "{addr}: every key asked is a hit or a miss"
+        );
+        assert_eq!(hits, server_hits, "{addr}");
+        assert!(server_sets > 0 && server_gets > 0, "{addr} saw no work");
+        assert!(total("memshard_request_seconds", &addr, &[("command", "set")]) >= sets);
+        assert!(
+            total("memshard_pool_wait_seconds", &addr, &[]) > 0,
+            "{addr}: pool waits"
+        );
+        total_sets += sets;
+        total_hits += hits;
+    }
+    assert_eq!(total_sets, 300);
+    assert_eq!(total_hits, 300 + 100);
+    let gets: u64 = c
+        .servers
+        .iter()
+        .map(|s| total("memshard_requests_total", &s.addr(), &[("command", "get")]))
+        .sum();
+    assert_eq!(gets, 450);
+
+    // a stalled server: a timeout, an error, an ejection, then probes
+    let stalled = &c.servers[1];
+    let addr = stalled.addr();
+    let key = (0..)
+        .map(|i| format!("t:{i}"))
+        .find(|k| m.ring().server_for(k.as_bytes()).unwrap().addr == addr)
+        .unwrap();
+    stalled.signal("STOP");
+    let r = m.get(&key).await;
+    assert!(matches!(r, Err(memshard::Error::Timeout { .. })), "{r:?}");
+    assert_eq!(total("memshard_timeouts_total", &addr, &[]), 1);
+    assert_eq!(
+        total(
+            "memshard_errors_total",
+            &addr,
+            &[("kind", "timeout"), ("command", "get")]
+        ),
+        1
+    );
+    assert_eq!(
+        total("memshard_ejections_total", &addr, &[]),
+        1,
+        "marked down"
+    );
+    wait_for("the down server is probed", async || {
+        total("memshard_retries_total", &addr, &[]) > 0
+    })
+    .await;
+    stalled.signal("CONT");
+}
