@@ -11,8 +11,9 @@
 //! changes its length.
 //!
 //! Then one test per panic that was fixed, each of which panicked (or aborted) before:
-//! zero weights, extreme durations, pool sizes, a libmemcached configuration's extreme
-//! timeouts, and the CLI's float and range arguments.
+//! zero weights, a libmemcached configuration's extreme timeouts, and the CLI's float and range
+//! arguments. Extreme durations and pool sizes refused by both builders run in
+//! tests/scenarios.rs (`settings_that_cannot_work_are_refused_at_build`).
 //!
 //! Only loopback addresses are targets: servers sit on 127.255.x.y (where no test listens; the
 //! test servers use 127.0.0.1 and 127.[1-254].x.y) or on a unix socket path that does not
@@ -254,62 +255,46 @@ fn settings(r: &mut Rng) -> Settings {
     s
 }
 
-impl Settings {
-    fn blocking(&self) -> memshard::Builder {
-        let mut b = Client::builder()
-            .servers(self.servers.clone())
-            .flavor(self.flavor)
-            .pool_size(self.pool_size)
-            .checkout_timeout(self.checkout)
-            .connect_timeout(self.connect)
-            .read_timeout(self.read)
-            .write_timeout(self.write)
-            .ping_on_checkout(self.ping)
-            .max_value_size(self.max_value)
-            .hash_with_prefix(self.hash_with_prefix)
-            .failure_policy(self.policy);
-        if let Some(h) = self.hash {
+/// Every setting of `$s` on the builder `$b` (both builders have the same setters).
+macro_rules! apply {
+    ($b:expr, $s:expr) => {{
+        let s = $s;
+        let mut b = $b
+            .servers(s.servers.clone())
+            .flavor(s.flavor)
+            .pool_size(s.pool_size)
+            .checkout_timeout(s.checkout)
+            .connect_timeout(s.connect)
+            .read_timeout(s.read)
+            .write_timeout(s.write)
+            .ping_on_checkout(s.ping)
+            .max_value_size(s.max_value)
+            .hash_with_prefix(s.hash_with_prefix)
+            .failure_policy(s.policy);
+        if let Some(h) = s.hash {
             b = b.hash(h);
         }
-        if let Some(t) = self.tag {
+        if let Some(t) = s.tag {
             b = b.hash_tag(t);
         }
-        if let Some(n) = self.min_idle {
+        if let Some(n) = s.min_idle {
             b = b.min_idle(n);
         }
-        if let Some(p) = &self.prefix {
+        if let Some(p) = &s.prefix {
             b = b.prefix(p);
         }
         b
+    }};
+}
+
+impl Settings {
+    fn blocking(&self) -> memshard::Builder {
+        apply!(Client::builder(), self)
     }
 
     #[cfg(feature = "async")]
     fn nonblocking(&self) -> memshard::aio::Builder {
-        let mut b = memshard::aio::Client::builder()
-            .servers(self.servers.clone())
-            .flavor(self.flavor)
-            .pool_size(self.pool_size)
-            .checkout_timeout(self.checkout)
-            .connect_timeout(self.connect)
-            .read_timeout(self.read)
-            .write_timeout(self.write)
-            .ping_on_checkout(self.ping)
-            .max_value_size(self.max_value)
-            .hash_with_prefix(self.hash_with_prefix)
-            .failure_policy(self.policy);
-        if let Some(h) = self.hash {
-            b = b.hash(h);
-        }
-        if let Some(t) = self.tag {
-            b = b.hash_tag(t);
-        }
-        if let Some(n) = self.min_idle {
-            b = b.min_idle(n);
-        }
-        if let Some(p) = &self.prefix {
-            b = b.prefix(p);
-        }
-        b
+        apply!(memshard::aio::Client::builder(), self)
     }
 
     /// Short enough that a request to a refused server returns soon even from a pool that
@@ -752,146 +737,6 @@ fn setting_error(r: Result<Client, Error>) -> SettingError {
         }
         Err(e) => panic!("expected a setting error, got {e}"),
         Ok(_) => panic!("expected a setting error, the client was built"),
-    }
-}
-
-fn one_server() -> memshard::Builder {
-    Client::builder().servers([Server::new("127.255.0.9", 9)])
-}
-
-/// `Duration::MAX` as read, checkout or retry timeout overflowed `Instant + d` at the first
-/// request (r2d2's checkout, the connection's read deadline, the health state's retry time);
-/// a checkout timeout of 0 tripped r2d2's (and bb8's) `assert!` at build. Now each is a
-/// setting error at build naming the setting.
-#[test]
-fn timeouts_out_of_range_are_setting_errors() {
-    let cases: Vec<(&str, memshard::Builder)> = vec![
-        (
-            "checkout_timeout",
-            one_server().checkout_timeout(Duration::ZERO),
-        ),
-        (
-            "checkout_timeout",
-            one_server().checkout_timeout(Duration::MAX),
-        ),
-        ("read_timeout", one_server().read_timeout(Duration::MAX)),
-        ("read_timeout", one_server().read_timeout(Duration::ZERO)),
-        ("write_timeout", one_server().write_timeout(Duration::MAX)),
-        (
-            "connect_timeout",
-            one_server().connect_timeout(Duration::ZERO),
-        ),
-        (
-            "connect_timeout",
-            one_server().connect_timeout(MAX_TIMEOUT + Duration::from_nanos(1)),
-        ),
-        (
-            "failure_policy.retry_timeout",
-            one_server().failure_policy(FailurePolicy {
-                failure_limit: 1,
-                retry_timeout: Duration::MAX,
-                auto_eject: false,
-            }),
-        ),
-    ];
-    for (setting, b) in cases {
-        let e = setting_error(no_panic(setting, || b.build()));
-        match &e {
-            SettingError::ZeroTimeout { setting: s }
-            | SettingError::TimeoutTooLong { setting: s, .. } => {
-                assert_eq!(*s, setting, "{e}")
-            }
-            other => panic!("{setting}: {other:?}"),
-        }
-        assert!(e.to_string().contains(setting), "{e}");
-    }
-    // the longest allowed and the shortest allowed build
-    for d in [MAX_TIMEOUT, Duration::from_nanos(1)] {
-        let c = one_server()
-            .checkout_timeout(d)
-            .connect_timeout(d)
-            .read_timeout(d)
-            .write_timeout(d)
-            .failure_policy(FailurePolicy {
-                failure_limit: 1,
-                retry_timeout: d,
-                auto_eject: true,
-            })
-            .build();
-        assert!(c.is_ok(), "{d:?}: {:?}", c.err());
-    }
-}
-
-/// `pool_size(u32::MAX)` made r2d2 reserve room for 4 billion connections (a 1.1 TB allocation:
-/// the process aborted); `min_idle` above `pool_size` tripped r2d2's `assert!`; pool size 0
-/// was already an error. Now all three are setting errors.
-#[test]
-fn pool_sizes_out_of_range_are_setting_errors() {
-    assert_eq!(
-        setting_error(one_server().pool_size(0).build()),
-        SettingError::ZeroPoolSize
-    );
-    for n in [MAX_POOL_SIZE + 1, u32::MAX] {
-        assert_eq!(
-            setting_error(no_panic(n, || one_server().pool_size(n).build())),
-            SettingError::PoolTooLarge(n)
-        );
-    }
-    assert_eq!(
-        setting_error(no_panic("min_idle", || one_server()
-            .pool_size(2)
-            .min_idle(3)
-            .build())),
-        SettingError::MinIdleAbovePoolSize {
-            min_idle: 3,
-            pool_size: 2
-        }
-    );
-    let e = setting_error(one_server().prefix("has space").build());
-    assert!(
-        std::error::Error::source(&e).is_some(),
-        "the key error is kept as the source"
-    );
-    assert!(one_server().pool_size(MAX_POOL_SIZE).build().is_ok());
-}
-
-/// The same settings through the async builder (it wraps the blocking one's settings, and
-/// bb8 asserted and allocated as r2d2 did).
-#[cfg(feature = "async")]
-#[tokio::test]
-async fn the_async_builder_refuses_the_same_settings() {
-    use memshard::aio;
-    let one = || aio::Client::builder().servers([Server::new("127.255.0.9", 9)]);
-    let builders = [
-        one().checkout_timeout(Duration::ZERO),
-        one().checkout_timeout(Duration::MAX),
-        one().read_timeout(Duration::MAX),
-        one().pool_size(u32::MAX),
-        one().pool_size(2).min_idle(3),
-        one().failure_policy(FailurePolicy {
-            failure_limit: 1,
-            retry_timeout: Duration::MAX,
-            auto_eject: false,
-        }),
-    ];
-    for b in builders {
-        let what = format!("{b:?}");
-        match no_panic(&what, || b.build()) {
-            Err(Error::Setting(e)) => check_error(&e, &what),
-            Err(e) => panic!("{what}: {e}"),
-            Ok(_) => panic!("{what}: built"),
-        }
-    }
-    let zero = vec![Server::new("127.255.0.1", 11211).with_weight(0)];
-    for &(name, f) in FLAVORS {
-        let r = aio::Client::builder()
-            .servers(zero.clone())
-            .flavor(f)
-            .build();
-        assert!(
-            matches!(r, Err(Error::Ring(RingError::ZeroWeight { .. }))),
-            "{name}: {r:?}"
-        );
     }
 }
 
