@@ -8,6 +8,9 @@
 //! [`ParitySettings`]; their async implementations sit behind the parity switch
 //! (`async_parity!`, defined in tests/scenarios.rs).
 #![allow(async_fn_in_trait, dead_code)]
+// A client method missing (or renamed) would make `<Client>::method(self)` call the trait method
+// being defined: an error, not a stack overflow at run time.
+#![deny(unconditional_recursion)]
 
 use memshard::config::PeerConfig;
 use memshard::near::{NearCacheConfig, NearCacheStats};
@@ -53,7 +56,7 @@ pub trait ParitySettings: Settings {
 
 macro_rules! impl_settings {
     ($builder:ty, $client:ty) => {
-        impl Settings for $builder {
+        impl crate::api::Settings for $builder {
             type Client = $client;
             fn build(self) -> Result<$client> {
                 <$builder>::build(self)
@@ -116,7 +119,7 @@ macro_rules! impl_settings {
 
 macro_rules! impl_parity_settings {
     ($builder:ty) => {
-        impl ParitySettings for $builder {
+        impl crate::api::ParitySettings for $builder {
             fn peer_config(self, cfg: PeerConfig) -> Self {
                 <$builder>::peer_config(self, cfg)
             }
@@ -233,7 +236,7 @@ macro_rules! impl_api {
     ($client:ty, $builder:ty, $name:literal, $gets_at_once:path, $($aw:tt)*) => {
         impl_settings!($builder, $client);
 
-        impl Api for $client {
+        impl crate::api::Api for $client {
             const NAME: &'static str = $name;
             type Builder = $builder;
             fn builder() -> $builder {
@@ -376,7 +379,7 @@ macro_rules! impl_parity_api {
     ($client:ty, $builder:ty, $replicated:ident, $($aw:tt)*) => {
         impl_parity_settings!($builder);
 
-        impl ParityApi for $client {
+        impl crate::api::ParityApi for $client {
             type Replicated<'a> = $replicated<'a>;
             fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> $replicated<'_> {
                 <$client>::replicated(self, key, n)
@@ -400,7 +403,7 @@ macro_rules! impl_parity_api {
             }
         }
 
-        impl ReplicatedApi for $replicated<'_> {
+        impl crate::api::ReplicatedApi for $replicated<'_> {
             fn servers(&self) -> Vec<Server> {
                 $replicated::servers(self)
             }
@@ -422,68 +425,92 @@ macro_rules! impl_parity_api {
     };
 }
 
-impl_api!(memshard::Client, memshard::Builder, "blocking", threads,);
-
-fn threads(
-    c: &memshard::Client,
-    key: &str,
-    tasks: usize,
-    each: usize,
-) -> Vec<Result<Option<Item>>> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..tasks)
-            .map(|_| s.spawn(|| (0..each).map(|_| c.get(key)).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    })
-}
-
-#[cfg(feature = "async")]
-async fn tasks(
-    c: &memshard::aio::Client,
-    key: &str,
-    tasks: usize,
-    each: usize,
-) -> Vec<Result<Option<Item>>> {
-    let handles: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (c, key) = (c.clone(), key.to_string());
-            tokio::spawn(async move {
-                let mut out = Vec::new();
-                for _ in 0..each {
-                    out.push(c.get(&key).await);
-                }
-                out
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for h in handles {
-        all.extend(h.await.unwrap());
-    }
-    all
-}
-
-mod blocking_parity {
-    use super::*;
+// The implementations live in modules that import the types but not the traits: a call
+// `<Client>::method(self, ..)` then resolves to the client's own method or fails to compile,
+// never to the trait method being defined (which would recurse).
+mod blocking_impl {
+    use memshard::config::PeerConfig;
+    use memshard::near::{NearCacheConfig, NearCacheStats};
     use memshard::replica::Replicated;
+    use memshard::watch::Watcher;
+    use memshard::{
+        DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
+        StoreOutcome, TouchOutcome,
+    };
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    impl_api!(memshard::Client, memshard::Builder, "blocking", threads,);
     impl_parity_api!(memshard::Client, memshard::Builder, Replicated,);
+
+    fn threads(
+        c: &memshard::Client,
+        key: &str,
+        tasks: usize,
+        each: usize,
+    ) -> Vec<Result<Option<Item>>> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..tasks)
+                .map(|_| s.spawn(|| (0..each).map(|_| c.get(key)).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        })
+    }
 }
 
 #[cfg(feature = "async")]
-impl_api!(memshard::aio::Client, memshard::aio::Builder, "async", tasks, .await);
+mod async_impl {
+    #[allow(unused_imports)]
+    use memshard::config::PeerConfig;
+    #[allow(unused_imports)]
+    use memshard::near::{NearCacheConfig, NearCacheStats};
+    #[allow(unused_imports)]
+    use memshard::watch::Watcher;
+    use memshard::{
+        DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
+        StoreOutcome, TouchOutcome,
+    };
+    #[allow(unused_imports)]
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::time::Duration;
 
-// The async client's parity operations: compiled only once the switch is on (they do not
-// exist yet). `memshard::aio::Replicated` is the name the async handle is expected to have.
-#[cfg(feature = "async")]
-async_parity! {
-    mod async_parity_impl {
-        use super::*;
+    impl_api!(memshard::aio::Client, memshard::aio::Builder, "async", tasks, .await);
+
+    // The async client's parity operations: compiled only once the switch is on (they do not
+    // exist yet). `memshard::aio::Replicated` is the name the async handle is expected to have.
+    async_parity! {
         use memshard::aio::Replicated;
         impl_parity_api!(memshard::aio::Client, memshard::aio::Builder, Replicated, .await);
+    }
+
+    async fn tasks(
+        c: &memshard::aio::Client,
+        key: &str,
+        tasks: usize,
+        each: usize,
+    ) -> Vec<Result<Option<Item>>> {
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (c, key) = (c.clone(), key.to_string());
+                tokio::spawn(async move {
+                    let mut out = Vec::new();
+                    for _ in 0..each {
+                        out.push(c.get(&key).await);
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for h in handles {
+            all.extend(h.await.unwrap());
+        }
+        all
     }
 }
 
