@@ -202,10 +202,15 @@ pub trait Api: Sized + Clone + Send + Sync + 'static {
 
 /// The operations the async client lacks today (issue 14).
 pub trait ParityApi: Api<Builder: ParitySettings> {
-    type Replicated<'a>: ReplicatedApi
-    where
-        Self: 'a;
-    fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> Self::Replicated<'_>;
+    /// `Client::replicated`'s handle, as a [`Replicated`] that calls the client's own handle
+    /// (so that the tests need not name its type, which the rewrite moves).
+    fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> Replicated<'_, Self> {
+        Replicated {
+            client: self,
+            key: key.as_ref().to_vec(),
+            n,
+        }
+    }
     fn near_cache_stats(&self) -> Option<NearCacheStats>;
     async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         &self,
@@ -215,19 +220,48 @@ pub trait ParityApi: Api<Builder: ParitySettings> {
     ) -> Vec<Result<()>>;
     fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher;
     fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher;
+
+    // `client.replicated(key, n).<op>(..)`, one call each
+    fn replicated_servers(&self, key: &[u8], n: usize) -> Vec<Server>;
+    async fn replicated_set(
+        &self,
+        key: &[u8],
+        n: usize,
+        value: &[u8],
+        flags: u32,
+        exptime: u32,
+    ) -> Vec<Result<StoreOutcome>>;
+    async fn replicated_get(&self, key: &[u8], n: usize) -> Result<Option<Item>>;
+    async fn replicated_delete(&self, key: &[u8], n: usize) -> Vec<Result<DeleteOutcome>>;
 }
 
-/// `Client::replicated`'s handle.
-pub trait ReplicatedApi {
-    fn servers(&self) -> Vec<Server>;
-    async fn set(
+/// `client.replicated(key, n)`: each call makes the client's own handle and calls it.
+pub struct Replicated<'c, C> {
+    client: &'c C,
+    key: Vec<u8>,
+    n: usize,
+}
+
+impl<C: ParityApi> Replicated<'_, C> {
+    pub fn servers(&self) -> Vec<Server> {
+        self.client.replicated_servers(&self.key, self.n)
+    }
+    pub async fn set(
         &self,
         value: impl AsRef<[u8]>,
         flags: u32,
         exptime: u32,
-    ) -> Vec<Result<StoreOutcome>>;
-    async fn get(&self) -> Result<Option<Item>>;
-    async fn delete(&self) -> Vec<Result<DeleteOutcome>>;
+    ) -> Vec<Result<StoreOutcome>> {
+        self.client
+            .replicated_set(&self.key, self.n, value.as_ref(), flags, exptime)
+            .await
+    }
+    pub async fn get(&self) -> Result<Option<Item>> {
+        self.client.replicated_get(&self.key, self.n).await
+    }
+    pub async fn delete(&self) -> Vec<Result<DeleteOutcome>> {
+        self.client.replicated_delete(&self.key, self.n).await
+    }
 }
 
 /// `impl Api for $client`: every method calls the client's own, followed by `$($aw)*`
@@ -373,17 +407,12 @@ macro_rules! impl_api {
     };
 }
 
-/// `impl ParityApi for $client`, `ParitySettings for $builder` and `ReplicatedApi for
-/// $replicated`, as [`impl_api`].
+/// `impl ParityApi for $client` and `ParitySettings for $builder`, as [`impl_api`].
 macro_rules! impl_parity_api {
-    ($client:ty, $builder:ty, $replicated:ident, $($aw:tt)*) => {
+    ($client:ty, $builder:ty, $($aw:tt)*) => {
         impl_parity_settings!($builder);
 
         impl crate::api::ParityApi for $client {
-            type Replicated<'a> = $replicated<'a>;
-            fn replicated(&self, key: impl AsRef<[u8]>, n: usize) -> $replicated<'_> {
-                <$client>::replicated(self, key, n)
-            }
             fn near_cache_stats(&self) -> Option<NearCacheStats> {
                 <$client>::near_cache_stats(self)
             }
@@ -401,25 +430,24 @@ macro_rules! impl_parity_api {
             fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher {
                 <$client>::watch_dns(self, name, port, weight, interval)
             }
-        }
-
-        impl crate::api::ReplicatedApi for $replicated<'_> {
-            fn servers(&self) -> Vec<Server> {
-                $replicated::servers(self)
+            fn replicated_servers(&self, key: &[u8], n: usize) -> Vec<Server> {
+                <$client>::replicated(self, key, n).servers()
             }
-            async fn set(
+            async fn replicated_set(
                 &self,
-                value: impl AsRef<[u8]>,
+                key: &[u8],
+                n: usize,
+                value: &[u8],
                 flags: u32,
                 exptime: u32,
             ) -> Vec<Result<StoreOutcome>> {
-                $replicated::set(self, value, flags, exptime) $($aw)*
+                <$client>::replicated(self, key, n).set(value, flags, exptime) $($aw)*
             }
-            async fn get(&self) -> Result<Option<Item>> {
-                $replicated::get(self) $($aw)*
+            async fn replicated_get(&self, key: &[u8], n: usize) -> Result<Option<Item>> {
+                <$client>::replicated(self, key, n).get() $($aw)*
             }
-            async fn delete(&self) -> Vec<Result<DeleteOutcome>> {
-                $replicated::delete(self) $($aw)*
+            async fn replicated_delete(&self, key: &[u8], n: usize) -> Vec<Result<DeleteOutcome>> {
+                <$client>::replicated(self, key, n).delete() $($aw)*
             }
         }
     };
@@ -431,7 +459,6 @@ macro_rules! impl_parity_api {
 mod blocking_impl {
     use memshard::config::PeerConfig;
     use memshard::near::{NearCacheConfig, NearCacheStats};
-    use memshard::replica::Replicated;
     use memshard::watch::Watcher;
     use memshard::{
         DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
@@ -442,7 +469,7 @@ mod blocking_impl {
     use std::time::Duration;
 
     impl_api!(memshard::Client, memshard::Builder, "blocking", threads,);
-    impl_parity_api!(memshard::Client, memshard::Builder, Replicated,);
+    impl_parity_api!(memshard::Client, memshard::Builder,);
 
     fn threads(
         c: &memshard::Client,
@@ -482,10 +509,9 @@ mod async_impl {
     impl_api!(memshard::aio::Client, memshard::aio::Builder, "async", tasks, .await);
 
     // The async client's parity operations: compiled only once the switch is on (they do not
-    // exist yet). `memshard::aio::Replicated` is the name the async handle is expected to have.
+    // exist yet).
     async_parity! {
-        use memshard::aio::Replicated;
-        impl_parity_api!(memshard::aio::Client, memshard::aio::Builder, Replicated, .await);
+        impl_parity_api!(memshard::aio::Client, memshard::aio::Builder, .await);
     }
 
     async fn tasks(

@@ -835,15 +835,15 @@ pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
         .map(|s| format!(" --SERVER={}", s.addr()))
         .collect();
     let text = format!(
-        "{servers} --DISTRIBUTION=consistent --HASH=MD5 --NAMESPACE=ns: --REMOVE-FAILED-SERVERS=1"
+        "{servers} --HASH=MD5 --DISTRIBUTION=consistent --NAMESPACE=ns: --REMOVE-FAILED-SERVERS=1"
     );
     let cfg = memshard::config::libmemcached(&text).unwrap();
     let m = build::<C>(|b| b.peer_config(cfg.clone()));
-    let ring = memshard::Ring::with_point_hash(
+    // (no separate point hash: the configurations here set one `--HASH` / `hash`)
+    let ring = memshard::Ring::with_options(
         cfg.servers.clone(),
         cfg.flavor,
         Some(cfg.hash),
-        cfg.ring_hash,
         cfg.hash_tag.clone(),
     )
     .unwrap();
@@ -867,11 +867,11 @@ pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
     );
     let cfg = memshard::config::twemproxy(&yaml, Some("cache")).unwrap();
     let m = build::<C>(|b| b.peer_config(cfg.clone()));
-    let ring = memshard::Ring::with_point_hash(
+    // (no separate point hash: the configurations here set one `--HASH` / `hash`)
+    let ring = memshard::Ring::with_options(
         cfg.servers.clone(),
         cfg.flavor,
         Some(cfg.hash),
-        cfg.ring_hash,
         cfg.hash_tag.clone(),
     )
     .unwrap();

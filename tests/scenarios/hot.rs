@@ -1,6 +1,6 @@
 //! Hot keys: the near cache and key replicas (parity list: the async client has neither yet).
 
-use crate::api::{ParityApi, ParitySettings, ReplicatedApi, Settings, build};
+use crate::api::{ParityApi, ParitySettings, Settings, build};
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{HOUR, value};
 use memshard::near::NearCacheConfig;
