@@ -135,7 +135,7 @@ impl KeyHash {
 /// block for up to 55 bytes, padding built on the stack, none of the streaming `Digest`
 /// machinery (which measured ~40% slower for 10-byte keys).
 #[inline]
-pub fn md5_words(data: &[u8]) -> [u32; 4] {
+pub(crate) fn md5_words(data: &[u8]) -> [u32; 4] {
     let mut state = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
     let mut chunks = data.chunks_exact(64);
     for c in &mut chunks {
@@ -158,7 +158,7 @@ pub fn md5_words(data: &[u8]) -> [u32; 4] {
 
 /// The md5 digest of `data`.
 #[inline]
-pub fn md5(data: &[u8]) -> [u8; 16] {
+pub(crate) fn md5(data: &[u8]) -> [u8; 16] {
     let w = md5_words(data);
     let mut d = [0u8; 16];
     for (i, word) in w.iter().enumerate() {
@@ -167,15 +167,10 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
     d
 }
 
-/// Point `i` (0..4) of an md5 digest: bytes `4i..4i+3` read little-endian, as every ketama does.
+/// Point `i` (0..4) of the md5 digest of `data`: bytes `4i..4i+3` read little-endian, as
+/// every ketama does.
 #[inline]
-pub fn digest_point(d: &[u8; 16], i: usize) -> u32 {
-    u32::from_le_bytes([d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]])
-}
-
-/// `digest_point(md5(data), i)`.
-#[inline]
-pub fn md5_point(data: &[u8], i: usize) -> u32 {
+pub(crate) fn md5_point(data: &[u8], i: usize) -> u32 {
     md5_words(data)[i]
 }
 
@@ -431,6 +426,29 @@ mod md5_tests {
         for len in 0..data.len() {
             let want: [u8; 16] = Md5::digest(&data[..len]).into();
             assert_eq!(md5(&data[..len]), want, "length {len}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use md5::{Digest, Md5};
+
+    #[test]
+    fn the_one_block_md5_is_md5_at_every_length() {
+        // every padding case: 0..=200 bytes crosses the 55/56/64-byte block boundaries
+        for len in 0..=200usize {
+            let data: Vec<u8> = (0..len).map(|i| (i * 131 + len) as u8).collect();
+            let reference: [u8; 16] = Md5::digest(&data).into();
+            assert_eq!(md5(&data), reference, "{len} bytes");
+            for i in 0..4 {
+                let w = &reference[4 * i..4 * i + 4];
+                assert_eq!(
+                    md5_point(&data, i),
+                    u32::from_le_bytes([w[0], w[1], w[2], w[3]])
+                );
+            }
         }
     }
 }
