@@ -286,6 +286,7 @@ impl Client {
 
     /// Get many keys: one pipelined request per server, all servers concurrently. Results are
     /// in the order of `keys`; a failing server gives errors for its keys only.
+    #[must_use = "each key has its own result"]
     pub async fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         let (batch, mut out) = self.core.read_batch(keys);
         let wires = batch.group_keys();

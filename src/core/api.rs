@@ -297,6 +297,7 @@ macro_rules! command_methods {
         }
 
         /// Set many items: pipelined per server, servers in parallel. Results in input order.
+        #[must_use = "each item has its own result"]
         pub $($async)? fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
             &self,
             items: &[(K, V)],
@@ -313,6 +314,7 @@ macro_rules! command_methods {
         }
 
         /// Delete many keys: pipelined per server, servers in parallel. Results in input order.
+        #[must_use = "each key has its own result"]
         pub $($async)? fn delete_multi<K: AsRef<[u8]>>(
             &self,
             keys: &[K],
@@ -330,6 +332,7 @@ macro_rules! command_methods {
         /// server has read them all. memcached still answers errors to noreply commands; a
         /// server that sent any gives an error for each of its keys (which key failed is not
         /// knowable).
+        #[must_use = "each item has its own result"]
         pub $($async)? fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
             &self,
             items: &[(K, V)],
