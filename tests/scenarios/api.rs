@@ -192,7 +192,8 @@ pub trait Api: Sized + Clone + Send + Sync + 'static {
     fn set_servers(&self, servers: Vec<Server>) -> Result<()>;
     fn down_servers(&self) -> Vec<Server>;
     fn ring(&self) -> Arc<Ring>;
-    fn current_ring(&self) -> Ring;
+    /// The ring requests route on now (an `Arc` whichever the client returns).
+    fn current_ring(&self) -> Arc<Ring>;
 
     /// `tasks` callers at once (threads for the blocking client, tokio tasks for the async
     /// one), each making `each` gets of `key`; every result.
@@ -392,8 +393,8 @@ macro_rules! impl_api {
             fn ring(&self) -> Arc<Ring> {
                 <$client>::ring(self)
             }
-            fn current_ring(&self) -> Ring {
-                <$client>::current_ring(self)
+            fn current_ring(&self) -> Arc<Ring> {
+                Arc::<Ring>::from(<$client>::current_ring(self))
             }
             async fn gets_at_once(
                 &self,

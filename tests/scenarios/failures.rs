@@ -28,7 +28,7 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
             .failure_policy(policy)
             .connect_timeout(Duration::from_secs(5))
     });
-    let full: Ring = m.current_ring();
+    let full = m.current_ring();
     let items: Vec<(String, String)> = (0..400)
         .map(|i| (format!("{i}:eject"), format!("v{i}")))
         .collect();
