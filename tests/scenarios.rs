@@ -14,30 +14,14 @@
 //!
 //! Two lists:
 //!
-//! - [`core_scenarios!`]: what both clients have today; both runners run it.
-//! - [`parity_scenarios!`]: what the async client lacks today (`Builder::peer_config`,
+//! - [`core_scenarios!`]: commands, failures, reliability, bounded reads, membership.
+//! - [`parity_scenarios!`]: what the async client once lacked (`Builder::peer_config`,
 //!   `Builder::near_cache`, `near_cache_stats`, `replicated`, `watch_server_file`, `watch_dns`,
-//!   `set_multi_noreply`, metrics). The blocking runner runs it; the async runner (and the
-//!   async implementations of [`api::ParityApi`] and [`api::ParitySettings`]) are compiled
-//!   only when the **parity switch** below is on.
+//!   `set_multi_noreply`, metrics), kept apart so that the parity of the two clients reads
+//!   as a list; both runners run it too.
 //!
 //! Needs memcached; without it the tests print SKIPPED (and fail when CI is set).
 
-// =========================================================================================
-// THE ASYNC PARITY SWITCH
-//
-// Off: the parity list runs for the blocking client only, and nothing that names the async
-// client's missing methods is compiled. Once the async client has them (with the blocking
-// signatures; `replicated` returning `memshard::aio::Replicated`), turn it on by giving the
-// macro a body that keeps its input:
-//
-//     macro_rules! async_parity { ($($t:tt)*) => { $($t)* }; }
-//
-#[allow(unused_macros)]
-macro_rules! async_parity {
-    ($($t:tt)*) => {};
-}
-// =========================================================================================
 
 mod common;
 
@@ -149,6 +133,8 @@ parity_scenarios!(runners!(
     crate::support::run_blocking
 ));
 #[cfg(feature = "async")]
-async_parity! {
-    parity_scenarios!(runners!(nonblocking_parity, memshard::aio::Client, crate::support::run_async));
-}
+parity_scenarios!(runners!(
+    nonblocking_parity,
+    memshard::aio::Client,
+    crate::support::run_async
+));

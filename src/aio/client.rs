@@ -119,8 +119,8 @@ impl Client {
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes
     /// [`AsyncConn::idle_check`] (one that fails it is dropped and the next taken, without
-    /// counting against the server), else a new one; `fresh`: always a new one. Failures are
-    /// counted here, each connect failure once.
+    /// counting against the server, as the blocking pool does), else a new one; `fresh`:
+    /// always a new one. Failures are counted here, each connect failure once.
     async fn lease<'m>(&self, m: &'m Arc<Server_>, fresh: bool) -> Result<Lease<'m>> {
         self.core.available(m)?;
         if fresh {
@@ -134,12 +134,12 @@ impl Client {
                 c.link.mark_broken();
                 continue;
             }
-            if let Err(e) = c.idle_check() {
-                if c.link.is_reused() {
-                    continue; // broken now: bb8 closes it
-                }
-                self.count(m, &e);
-                return Err(e);
+            if c.idle_check().is_err() {
+                // Broken now: bb8 closes it. Not counted, whether it served requests or sat
+                // unused since `min_idle` opened it (the server's idle timeout closes both); a
+                // server that closes every new connection fails the fresh one below, which
+                // counts.
+                continue;
             }
             c.link.checked_out();
             if self.core.settings.pool.ping

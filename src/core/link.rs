@@ -137,12 +137,6 @@ impl Link {
         self.in_flight
     }
 
-    /// Whether an exchange ended on this link before (so it sat in its pool since).
-    #[cfg_attr(not(feature = "async"), allow(dead_code))]
-    pub(crate) fn is_reused(&self) -> bool {
-        self.completed > 0
-    }
-
     /// Never use the link again.
     pub(crate) fn mark_broken(&mut self) {
         self.broken = true;

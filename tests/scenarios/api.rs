@@ -4,9 +4,8 @@
 //! awaits the async one). Scenarios are written against the trait, so each runs unchanged on
 //! both clients.
 //!
-//! The operations the async client does not have yet (issue 14) are in [`ParityApi`] and
-//! [`ParitySettings`]; their async implementations sit behind the parity switch
-//! (`async_parity!`, defined in tests/scenarios.rs).
+//! The operations the async client once lacked (issue 14) are in [`ParityApi`] and
+//! [`ParitySettings`], implemented for both clients.
 #![allow(async_fn_in_trait, dead_code)]
 // A client method missing (or renamed) would make `<Client>::method(self)` call the trait method
 // being defined: an error, not a stack overflow at run time.
@@ -492,28 +491,20 @@ mod blocking_impl {
 
 #[cfg(feature = "async")]
 mod async_impl {
-    #[allow(unused_imports)]
     use memshard::config::PeerConfig;
-    #[allow(unused_imports)]
     use memshard::near::{NearCacheConfig, NearCacheStats};
-    #[allow(unused_imports)]
     use memshard::watch::Watcher;
     use memshard::{
         DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
         StoreOutcome, TouchOutcome,
     };
-    #[allow(unused_imports)]
     use std::path::PathBuf;
     use std::sync::Arc;
     use std::time::Duration;
 
     impl_api!(memshard::aio::Client, memshard::aio::Builder, "async", tasks, .await);
 
-    // The async client's parity operations: compiled only once the switch is on (they do not
-    // exist yet).
-    async_parity! {
-        impl_parity_api!(memshard::aio::Client, memshard::aio::Builder, .await);
-    }
+    impl_parity_api!(memshard::aio::Client, memshard::aio::Builder, .await);
 
     async fn tasks(
         c: &memshard::aio::Client,
