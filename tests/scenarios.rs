@@ -22,7 +22,6 @@
 //!
 //! Needs memcached; without it the tests print SKIPPED (and fail when CI is set).
 
-
 mod common;
 
 #[path = "scenarios/api.rs"]

@@ -15,8 +15,8 @@
 
 use crate::api::{Api, ParityApi, Settings, build};
 use crate::support::LO;
-use memshard::{STATS_MAX_BYTES, STATS_MAX_LINES};
 use memshard::{Error, Server};
+use memshard::{STATS_MAX_BYTES, STATS_MAX_LINES};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;

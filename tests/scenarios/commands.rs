@@ -844,7 +844,7 @@ pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
         cfg.servers.clone(),
         cfg.flavor,
         Some(cfg.hash),
-        cfg.hash_tag.clone(),
+        cfg.hash_tag,
     )
     .unwrap();
     assert_eq!(m.ring().flavor(), cfg.flavor);
@@ -872,7 +872,7 @@ pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
         cfg.servers.clone(),
         cfg.flavor,
         Some(cfg.hash),
-        cfg.hash_tag.clone(),
+        cfg.hash_tag,
     )
     .unwrap();
     let items: Vec<(String, String)> = (0..100)
