@@ -329,9 +329,11 @@ macro_rules! command_methods {
         }
 
         /// Set many items with `noreply`, then one `version` per server to learn that the
-        /// server has read them all. memcached still answers errors to noreply commands; a
-        /// server that sent any gives an error for each of its keys (which key failed is not
-        /// knowable).
+        /// server has read them all. A server that answers an error line anyway (`ERROR`, a
+        /// `CLIENT_ERROR` for a malformed line) gives an error for each of its keys (which key
+        /// failed is not knowable). memcached 1.6 answers nothing to a noreply set it refuses
+        /// (a value too large, out of memory): such a key reads `Ok(())` here and is simply not
+        /// stored, so use `set_multi` where every outcome matters.
         #[must_use = "each item has its own result"]
         pub $($async)? fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
             &self,
