@@ -128,8 +128,8 @@ pub struct Plan {
 }
 
 /// A placement over one server list, for every method.
-struct Placer {
-    ring: Ring,
+struct Placer<'r> {
+    ring: &'r Ring,
     n: usize,
     /// For rendezvous: (seed, weight) per server.
     seeds: Vec<(u64, f64)>,
@@ -139,8 +139,8 @@ struct Placer {
     md5_ring: bool,
 }
 
-impl Placer {
-    fn new(ring: Ring, slots: Vec<u32>) -> Placer {
+impl<'r> Placer<'r> {
+    fn new(ring: &'r Ring, slots: Vec<u32>) -> Placer<'r> {
         let seeds = ring
             .servers()
             .iter()
@@ -276,8 +276,8 @@ struct Tally {
     moves: [HashMap<(u32, u32), u64>; 5],
 }
 
-/// Plan a change from `before` to `after` on `keys`. `progress` counts keys done (for a
-/// progress bar); the work is split over `threads` threads.
+/// Plan a change from `before` to `after` on `keys`, both rings built as `ring` says.
+/// `progress` counts keys done (for a progress bar); the work is split over `threads` threads.
 pub fn plan(
     before: &[Server],
     after: &[Server],
@@ -288,7 +288,22 @@ pub fn plan(
 ) -> Result<Plan, RingError> {
     let RingChoice { flavor, hash, tag } = ring;
     let rb = Ring::with_options(before.to_vec(), flavor, hash, tag)?;
-    let ra = Ring::with_options(after.to_vec(), flavor, hash, tag)?;
+    plan_ring(&rb, after, keys, threads, progress)
+}
+
+/// Plan changing `ring`'s server list to `after` on `keys`: the ring after the change is
+/// `ring.with_servers(after)`, with every option of `ring` (flavour, key hash, point hash,
+/// hash tag), so the plan is about the ring a client built with those options routes on.
+/// `progress` and `threads` as in [`plan`].
+pub fn plan_ring(
+    ring: &Ring,
+    after: &[Server],
+    keys: &Keys,
+    threads: usize,
+    progress: &AtomicU64,
+) -> Result<Plan, RingError> {
+    let (rb, before, flavor, tag) = (ring, ring.servers(), ring.flavor(), ring.hash_tag());
+    let ra = ring.with_servers(after.to_vec())?;
     // the union of both lists, by address as written
     let mut rows: Vec<ServerRow> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -324,7 +339,7 @@ pub fn plan(
         &old_to_new,
         &after.iter().map(|s| s.weight).collect::<Vec<_>>(),
     );
-    let (pb, pa) = (Placer::new(rb, slots_b), Placer::new(ra, slots_a));
+    let (pb, pa) = (Placer::new(rb, slots_b), Placer::new(&ra, slots_a));
     let n_union = rows.len();
     let total = keys.len();
     let threads = threads.max(1);
@@ -752,21 +767,10 @@ pub fn tag_audit(ring: &Ring, keys: &[Vec<u8>], warn_share: f64) -> TagAudit {
     }
 }
 
-/// What changing `ring`'s server list to `servers` would cost on `keys`, with the ring's own
-/// flavour, key hash and hash tag, on every core (the clients' `plan_servers`).
+/// What changing `ring`'s server list to `servers` would cost on `keys`, with every option of
+/// the ring (flavour, key hash, point hash, hash tag), on every core (the clients'
+/// `plan_servers`).
 pub(crate) fn plan_change(ring: &Ring, servers: &[Server], keys: &Keys) -> Result<Plan, RingError> {
-    let choice = RingChoice {
-        flavor: ring.flavor(),
-        hash: Some(ring.key_hash()),
-        tag: ring.hash_tag(),
-    };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    plan(
-        ring.servers(),
-        servers,
-        choice,
-        keys,
-        threads,
-        &AtomicU64::new(0),
-    )
+    plan_ring(ring, servers, keys, threads, &AtomicU64::new(0))
 }

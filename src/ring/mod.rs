@@ -208,6 +208,13 @@ impl Ring {
         self.hash
     }
 
+    /// The hash of point names: the key hash, unless the ring was built by
+    /// [`Ring::with_point_hash`] with another (only `libmemcached-unweighted` hashes point names
+    /// with it).
+    pub fn point_hash(&self) -> KeyHash {
+        self.point_hash
+    }
+
     /// A ring over another server list with every other option of this one.
     pub fn with_servers(&self, servers: Vec<Server>) -> Result<Ring, RingError> {
         Ring::with_point_hash(

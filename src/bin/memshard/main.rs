@@ -751,12 +751,7 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         let after = memshard::parse_server_list(&text)
             .map_err(|e| usage(format!("{}: {e}", to.display())))?;
         let p = plan_cmd::with_progress(keys.len(), |progress| {
-            let choice = memshard::plan::RingChoice {
-                flavor: before.flavor(),
-                hash: Some(before.key_hash()),
-                tag: before.hash_tag(),
-            };
-            memshard::plan::plan(before.servers(), &after, choice, &keys, threads, progress)
+            memshard::plan::plan_ring(&before, &after, &keys, threads, progress)
         })
         .map_err(usage)?;
         if a.json {
@@ -775,10 +770,11 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
     }
     if a.tag_audit {
         let tag = before.hash_tag().unwrap_or(HashTag::new(b'{', b'}'));
-        let ring = Ring::with_options(
+        let ring = Ring::with_point_hash(
             before.servers().to_vec(),
             before.flavor(),
             Some(before.key_hash()),
+            Some(before.point_hash()),
             Some(tag),
         )
         .map_err(usage)?;
