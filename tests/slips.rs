@@ -5,10 +5,14 @@
 //!     point hash of a client built from a libmemcached configuration whose `--HASH` comes after
 //!     its servers: the plan's figures were those of another ring than the one the client
 //!     routes on.
+//! (b) A weight of 0 (or a total weight of 0) is refused with `RingError::ZeroWeight`, naming the
+//!     first such server, by every flavour and every way a ring is built or planned; nothing
+//!     panics.
 
-use memshard::plan::{Keys, Method, Plan, plan_ring};
-use memshard::{Client, Flavor, KeyHash, Ring, Server};
+use memshard::plan::{Keys, Method, Plan, RingChoice, plan, plan_ring};
+use memshard::{Client, FLAVORS, Flavor, KeyHash, Ring, RingError, Server};
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
 
 fn keys(n: usize) -> Vec<Vec<u8>> {
@@ -134,4 +138,116 @@ fn a_libmemcached_hash_after_the_servers_changes_only_the_key_hash() {
     let ring = Client::builder().peer_config(cfg).build().unwrap().ring();
     assert_eq!(ring.key_hash(), KeyHash::Fnv1a_32);
     assert_eq!(ring.point_hash(), KeyHash::OneAtATime);
+}
+
+fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| panic!("{what}: panicked"))
+}
+
+fn zero_weight(what: &str, r: Result<impl std::fmt::Debug, RingError>, server: &str) {
+    match r {
+        Err(RingError::ZeroWeight { server: s }) => assert_eq!(s, server, "{what}"),
+        other => panic!("{what}: expected ZeroWeight for {server}, got {other:?}"),
+    }
+}
+
+/// Every flavour, every way to build or plan a ring: a weight of 0 anywhere in the list (all
+/// of them, the first, the last, beside a weight that would ask for too many points) is
+/// `ZeroWeight` naming the first server of weight 0, never a panic, a division by zero or a
+/// ring that places keys on it.
+#[test]
+fn weight_zero_is_refused_by_every_flavour_and_every_path() {
+    let s = |i: u8, w: u32| Server::new(format!("127.0.3.{i}"), 11211).with_weight(w);
+    let lists: Vec<(Vec<Server>, &str)> = vec![
+        (vec![s(1, 0)], "127.0.3.1:11211"),
+        (vec![s(1, 0), s(2, 0)], "127.0.3.1:11211"),
+        (vec![s(1, 0), s(2, 5)], "127.0.3.1:11211"),
+        (vec![s(1, 5), s(2, 1), s(3, 0)], "127.0.3.3:11211"),
+        (vec![s(1, u32::MAX), s(2, 0)], "127.0.3.2:11211"),
+    ];
+    let good = vec![s(7, 1), s(8, 2)];
+    let few = Keys::Synthetic(100);
+    for &(name, f) in FLAVORS {
+        let good_ring = Ring::new(good.clone(), f).unwrap();
+        let choice = RingChoice {
+            flavor: f,
+            hash: None,
+            tag: None,
+        };
+        for (list, first_zero) in &lists {
+            let what = |how: &str| format!("{name} {how} {list:?}");
+            zero_weight(
+                &what("new"),
+                no_panic(&what("new"), || Ring::new(list.clone(), f)),
+                first_zero,
+            );
+            zero_weight(
+                &what("with_point_hash"),
+                no_panic(&what("with_point_hash"), || {
+                    Ring::with_point_hash(list.clone(), f, None, Some(KeyHash::Crc32), None)
+                }),
+                first_zero,
+            );
+            zero_weight(
+                &what("with_servers"),
+                no_panic(&what("with_servers"), || {
+                    good_ring.with_servers(list.clone())
+                }),
+                first_zero,
+            );
+            zero_weight(
+                &what("plan to"),
+                no_panic(&what("plan to"), || {
+                    plan(&good, list, choice, &few, 1, &AtomicU64::new(0))
+                }),
+                first_zero,
+            );
+            zero_weight(
+                &what("plan from"),
+                no_panic(&what("plan from"), || {
+                    plan(list, &good, choice, &few, 1, &AtomicU64::new(0))
+                }),
+                first_zero,
+            );
+            zero_weight(
+                &what("plan_ring"),
+                no_panic(&what("plan_ring"), || {
+                    plan_ring(&good_ring, list, &few, 1, &AtomicU64::new(0))
+                }),
+                first_zero,
+            );
+            let client = Client::builder()
+                .servers(good.clone())
+                .flavor(f)
+                .build()
+                .unwrap();
+            match no_panic(&what("plan_servers"), || client.plan_servers(list, &few)) {
+                Err(memshard::Error::Ring(RingError::ZeroWeight { server })) => {
+                    assert_eq!(&server, first_zero, "{}", what("plan_servers"))
+                }
+                other => panic!("{}: {other:?}", what("plan_servers")),
+            }
+            match no_panic(&what("set_servers"), || client.set_servers(list.clone())) {
+                Err(memshard::Error::Ring(RingError::ZeroWeight { server })) => {
+                    assert_eq!(&server, first_zero, "{}", what("set_servers"))
+                }
+                other => panic!("{}: {other:?}", what("set_servers")),
+            }
+            // the refused list left the client on its ring
+            assert_eq!(client.ring().servers(), &good[..]);
+        }
+        // The per-server arithmetic itself, with a weight of 0 and a total of 0 (what a list
+        // of weights 0 would give it): no panic, and no digests for a weighted flavour.
+        for (w, total) in [(0u32, 0u64), (0, 7)] {
+            let d = no_panic(name, || f.digests(w, total, 2));
+            // only these two ignore weights (a fixed number of point names per server)
+            if !matches!(f, Flavor::LibmemcachedUnweighted | Flavor::Spymemcached) {
+                assert_eq!(d, 0, "{name}: digests({w}, {total}, 2)");
+            }
+        }
+    }
+    // uhashring's and hash_ring's exact arithmetic, a total of 0: 0, not a division by zero
+    assert_eq!(memshard::ring::flavor::exact_digests(0, 0, 2), 0);
+    assert_eq!(memshard::ring::flavor::exact_digests(5, 0, 2), 0);
+    assert_eq!(memshard::ring::flavor::exact_digests(1, 1, 2), 80);
 }
