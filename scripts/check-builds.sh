@@ -8,13 +8,13 @@
 #   scripts/check-builds.sh fuzz       # fuzz targets only
 #
 # features: for no features, each feature of Cargo.toml alone (read from `cargo metadata`, so a
-#   new feature is covered without editing this file), the default set when it is not empty, and
-#   all features:
+#   new feature is covered without editing this file), the default set unless it is empty or one
+#   feature already built alone (`default = ["cli"]`), and all features:
 #   * `cargo clippy --all-targets ... -- -D warnings`: lib, bins, unit and integration tests,
 #     benches and examples; a target with `required-features` is compiled in every
 #     configuration that enables them (and must compile there), warnings included;
 #   * `cargo test --doc ...`: the doctests, which check and clippy never compile. They run
-#     without servers (17 to 19 of them, well under a second).
+#     without servers (16 to 19 of them, well under a second).
 # fuzz: `cargo build` of fuzz/ (its own workspace) on the stable toolchain, without
 #   instrumentation (debug build: overflow checks and debug assertions on), then each libFuzzer
 #   binary with `-runs=0` over fuzz/corpus/<target>/ (every input executed once), and over every
@@ -92,8 +92,9 @@ check_features() {
     local configs=("--no-default-features")
     local f
     for f in $features; do configs+=("--no-default-features --features $f"); done
-    # With `default = []` the default build is the no-feature build: not compiled twice.
-    [ -z "$default_set" ] || configs+=("")
+    # The default build when it differs from those: with `default = []` it is the no-feature
+    # build, with one default feature that feature's build; neither is compiled twice.
+    if [[ "$default_set" == *" "* ]]; then configs+=(""); fi
     configs+=("--all-features")
 
     local c
