@@ -28,7 +28,7 @@ pub use reports::{
     serde(rename_all = "kebab-case")
 )]
 pub enum Method {
-    /// The ring of the chosen flavour.
+    /// The ring of the chosen flavor.
     Ketama,
     /// `md5(key) % n` (libmemcached MODULA; weights ignored).
     Modulo,
@@ -136,7 +136,7 @@ pub struct MethodPlan {
 pub struct Plan {
     /// Keys planned.
     pub keys: u64,
-    /// Flavour of the ketama method.
+    /// Flavor of the ketama method.
     pub flavor: String,
     /// Union of both server lists.
     pub servers: Vec<ServerRow>,
@@ -278,9 +278,9 @@ fn rebalanced_slots(before: &[u32], old_to_new: &[Option<usize>], new_weights: &
 /// How the ketama method's ring is built.
 #[derive(Clone, Copy, Debug)]
 pub struct RingChoice {
-    /// The flavour.
+    /// The flavor.
     pub flavor: Flavor,
-    /// Key hash (None: the flavour's default).
+    /// Key hash (None: the flavor's default).
     pub hash: Option<KeyHash>,
     /// Hash tag.
     pub tag: Option<HashTag>,
@@ -309,7 +309,7 @@ pub fn plan(
 }
 
 /// Plan changing `ring`'s server list to `after` on `keys`: the ring after the change is
-/// `ring.with_servers(after)`, with every option of `ring` (flavour, key hash, point hash,
+/// `ring.with_servers(after)`, with every option of `ring` (flavor, key hash, point hash,
 /// hash tag), so the plan is about the ring a client built with those options routes on.
 /// `progress` and `threads` as in [`plan`].
 pub fn plan_ring(
@@ -525,7 +525,7 @@ fn imbalance(counts: &[u64], weights: &[f64], weighted: bool, total: u64) -> (f6
 }
 
 /// What changing `ring`'s server list to `servers` would cost on `keys`, with every option of
-/// the ring (flavour, key hash, point hash, hash tag), on every core (the clients'
+/// the ring (flavor, key hash, point hash, hash tag), on every core (the clients'
 /// `plan_servers`).
 pub(crate) fn plan_change(ring: &Ring, servers: &[Server], keys: &Keys) -> Result<Plan, RingError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -6,7 +6,7 @@
 //!     its servers: the plan's figures were those of another ring than the one the client
 //!     routes on.
 //! (b) A weight of 0 (or a total weight of 0) is refused with `RingError::ZeroWeight`, naming the
-//!     first such server, by every flavour and every way a ring is built or planned; nothing
+//!     first such server, by every flavor and every way a ring is built or planned; nothing
 //!     panics.
 
 use memshard::plan::{Keys, Method, Plan, RingChoice, plan, plan_ring};
@@ -151,12 +151,12 @@ fn zero_weight(what: &str, r: Result<impl std::fmt::Debug, RingError>, server: &
     }
 }
 
-/// Every flavour, every way to build or plan a ring: a weight of 0 anywhere in the list (all
+/// Every flavor, every way to build or plan a ring: a weight of 0 anywhere in the list (all
 /// of them, the first, the last, beside a weight that would ask for too many points) is
 /// `ZeroWeight` naming the first server of weight 0, never a panic, a division by zero or a
 /// ring that places keys on it.
 #[test]
-fn weight_zero_is_refused_by_every_flavour_and_every_path() {
+fn weight_zero_is_refused_by_every_flavor_and_every_path() {
     let s = |i: u8, w: u32| Server::new(format!("127.0.3.{i}"), 11211).with_weight(w);
     let lists: Vec<(Vec<Server>, &str)> = vec![
         (vec![s(1, 0)], "127.0.3.1:11211"),
@@ -237,7 +237,7 @@ fn weight_zero_is_refused_by_every_flavour_and_every_path() {
             assert_eq!(client.ring().servers(), &good[..]);
         }
         // The per-server arithmetic itself, with a weight of 0 and a total of 0 (what a list
-        // of weights 0 would give it): no panic, and no digests for a weighted flavour.
+        // of weights 0 would give it): no panic, and no digests for a weighted flavor.
         for (w, total) in [(0u32, 0u64), (0, 7)] {
             let d = no_panic(name, || f.digests(w, total, 2));
             // only these two ignore weights (a fixed number of point names per server)

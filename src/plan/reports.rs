@@ -1,5 +1,5 @@
 //! The planner's reports that only `memshard plan` prints (feature `cli`): the imbalance of a
-//! plain ring per points count, two flavours compared on one server list, and a hash-tag audit.
+//! plain ring per points count, two flavors compared on one server list, and a hash-tag audit.
 
 use super::{Keys, imbalance};
 use crate::hash::{self, KeyHash};
@@ -33,14 +33,14 @@ pub fn imbalance_with_points(servers: &[Server], points: usize, keys: u64) -> (f
     imbalance(&counts, &w, false, keys)
 }
 
-/// Two flavours on the same server list: how many keys they place differently, and why.
+/// Two flavors on the same server list: how many keys they place differently, and why.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlavorDiff {
     /// Keys compared.
     pub keys: u64,
-    /// Keys the two flavours place on different servers.
+    /// Keys the two flavors place on different servers.
     pub differ: u64,
-    /// Flavour names.
+    /// Flavor names.
     pub flavors: (String, String),
     /// Key hashes.
     pub hashes: (String, String),
@@ -52,7 +52,7 @@ pub struct FlavorDiff {
     pub reasons: Vec<String>,
 }
 
-/// Compare flavours `a` and `b` on one server list over `keys` (`key:<i>` when synthetic).
+/// Compare flavors `a` and `b` on one server list over `keys` (`key:<i>` when synthetic).
 pub fn compare_flavors(
     servers: &[Server],
     a: Flavor,

@@ -1,4 +1,4 @@
-//! The ring: a frozen continuum over a server list, built by one flavour's recipe.
+//! The ring: a frozen continuum over a server list, built by one flavor's recipe.
 
 mod continuum;
 mod dalli_key;
@@ -19,12 +19,12 @@ pub enum RingError {
     /// The server list is empty: give at least one server.
     #[error("the server list is empty: give at least one server")]
     NoServers,
-    /// The peer of this flavour does not let its users choose the key hash.
+    /// The peer of this flavor does not let its users choose the key hash.
     #[error(
         "flavor {flavor} always hashes keys with {fixed} (its peer has no hash option); leave the key hash unset instead of {asked}"
     )]
     HashNotConfigurable {
-        /// The flavour.
+        /// The flavor.
         flavor: Flavor,
         /// The hash the peer always uses.
         fixed: KeyHash,
@@ -44,7 +44,7 @@ pub enum RingError {
     /// More servers than a ring can index.
     #[error("{0} servers is more than a ring can hold (at most {max})", max = u32::MAX)]
     TooManyServers(usize),
-    /// A server has weight 0, which no flavour can place keys with (the weighted ones would
+    /// A server has weight 0, which no flavor can place keys with (the weighted ones would
     /// give it a share of nothing, or divide by a total weight of 0).
     #[error(
         "server {server} has weight 0; weights are whole numbers of at least 1 (leave the server out of the list to give it no keys)"
@@ -53,12 +53,12 @@ pub enum RingError {
         /// The server's address.
         server: String,
     },
-    /// The flavour placed no point at all for this list, so no key could be routed.
+    /// The flavor placed no point at all for this list, so no key could be routed.
     #[error(
         "flavor {flavor} places no point for these {servers} servers, so no key could be routed; check the weights"
     )]
     NoPoints {
-        /// The flavour.
+        /// The flavor.
         flavor: Flavor,
         /// How many servers were given.
         servers: usize,
@@ -107,12 +107,12 @@ pub struct Ring {
 }
 
 impl Ring {
-    /// A ring over `servers` with the flavour's default key hash and no hash tag.
+    /// A ring over `servers` with the flavor's default key hash and no hash tag.
     pub fn new(servers: Vec<Server>, flavor: Flavor) -> Result<Ring, RingError> {
         Ring::with_options(servers, flavor, None, None)
     }
 
-    /// A ring with an explicit key hash (`None`: the flavour's default) and hash tag.
+    /// A ring with an explicit key hash (`None`: the flavor's default) and hash tag.
     pub fn with_options(
         servers: Vec<Server>,
         flavor: Flavor,
@@ -199,7 +199,7 @@ impl Ring {
         &self.servers
     }
 
-    /// The flavour this ring was built with.
+    /// The flavor this ring was built with.
     pub fn flavor(&self) -> Flavor {
         self.flavor
     }
@@ -269,7 +269,7 @@ impl Ring {
     }
 
     /// Route many keys: calls `f(i, server index)` for each `keys[i]`, in order. Same answers
-    /// as [`Ring::route`]; for md5-hashed flavours four short keys are hashed at once, which is
+    /// as [`Ring::route`]; for md5-hashed flavors four short keys are hashed at once, which is
     /// what makes a multi-get's routing cheaper than key-by-key routing.
     ///
     /// ```
@@ -390,7 +390,7 @@ impl Iterator for DistinctIndexes<'_> {
     fn next(&mut self) -> Option<usize> {
         let n = self.ring.continuum.len();
         // Dalli's lookup takes the last point at or below the hash, so its clockwise walk goes
-        // downwards through the points; every other flavour walks upwards.
+        // downwards through the points; every other flavor walks upwards.
         let down = self.ring.flavor.search() == flavor::Search::LastAtOrBelow;
         while self.left > 0 && self.step < n {
             let pos = if down {

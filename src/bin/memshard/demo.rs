@@ -301,7 +301,7 @@ fn pct(part: usize, whole: usize) -> f64 {
 struct Prediction {
     /// Keys each server of `before` owns, in server order.
     per_server: Vec<usize>,
-    /// Keys that stay on their server with ketama (libmemcached flavour).
+    /// Keys that stay on their server with ketama (libmemcached flavor).
     ketama_stay: usize,
     /// Keys that stay on their server with md5 modulo the server count.
     modulo_stay: usize,
@@ -424,7 +424,7 @@ pub fn run(a: DemoArgs) -> Result<(), Failure> {
     }
     let before: Vec<String> = servers.0.iter().map(Memcached::addr).collect();
 
-    // Load the keys through memshard (ketama, libmemcached flavour) and show the spread.
+    // Load the keys through memshard (ketama, libmemcached flavor) and show the spread.
     let items: Vec<(String, String)> = (0..a.keys)
         .map(|i| (format!("demo:{i}"), format!("value-{i}")))
         .collect();

@@ -70,10 +70,10 @@ struct PlanArgs {
     /// The server list after the change.
     #[arg(long, value_name = "FILE2")]
     to: Option<PathBuf>,
-    /// Compare --flavor with this flavour on the same server list.
+    /// Compare --flavor with this flavor on the same server list.
     #[arg(long, value_name = "FLAVOR")]
     vs_flavor: Option<String>,
-    /// Key hash for --vs-flavor (default: that flavour's).
+    /// Key hash for --vs-flavor (default: that flavor's).
     #[arg(long, value_name = "NAME")]
     vs_hash: Option<String>,
     /// Synthetic keys `key:<i>`.
@@ -221,10 +221,10 @@ struct RingArgs {
     /// "--SERVER=10.0.0.1:11211/?2 --DISTRIBUTION=consistent --HASH=MD5".
     #[arg(long, value_name = "STRING", allow_hyphen_values = true, conflicts_with_all = ["servers", "flavor", "hash", "hash_tag"])]
     libmemcached_config: Option<String>,
-    /// Placement flavour: the peer whose placement to match (default libmemcached).
+    /// Placement flavor: the peer whose placement to match (default libmemcached).
     #[arg(long, value_name = "NAME")]
     flavor: Option<String>,
-    /// Key hash, for flavours whose peer lets users pick one (libmemcached*, twemproxy).
+    /// Key hash, for flavors whose peer lets users pick one (libmemcached*, twemproxy).
     #[arg(long, value_name = "NAME")]
     hash: Option<String>,
     /// Two-character hash tag with twemproxy semantics, e.g. `{}`.

@@ -136,7 +136,7 @@ pub fn text(p: &Plan) -> String {
     o
 }
 
-/// The flavour comparison as text.
+/// The flavor comparison as text.
 pub fn diff_text(d: &FlavorDiff) -> String {
     let mut o = String::new();
     let _ = writeln!(
