@@ -60,7 +60,7 @@
 //! | placement | [`ring`], [`hash`] | each peer's continuum, built and indexed; key → server |
 //! | core (sans-IO) | `src/core/` | settings and [`Builder`], keys, the live view and routing, multi-key grouping, failure classification, every command's request and reply interpretation as a state machine |
 //! | blocking client | `src/blocking/`, [`Client`] | pooled sockets in the caller's thread; moves the bytes the core asks for |
-//! | async client | `src/aio/`, [`aio::Client`] (feature `async`) | the same over tokio and bb8 |
+//! | async client | `src/aio/`, `aio::Client` (feature `async`) | the same over tokio and bb8 |
 //!
 //! Keys are validated before anything is sent; a connection that saw an error mid-exchange is
 //! never reused, and a pooled one is checked before reuse. Both clients run the same core, so
@@ -71,9 +71,9 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `cli` | yes | the `memshard` command (clap, hdrhistogram, serde_json); not needed by the library |
-//! | `peer-config` | yes | [`config`]: twemproxy, libmemcached, php-memcached and pylibmc configurations (yaml-rust2) |
-//! | `async` | no | [`aio`]: the async client over tokio |
-//! | `near-cache` | no | [`near`]: an in-process cache for hot keys (moka) |
+//! | `peer-config` | yes | `memshard::config`: twemproxy, libmemcached, php-memcached and pylibmc configurations (yaml-rust2) |
+//! | `async` | no | `memshard::aio`: the async client over tokio |
+//! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
 //! | `tracing` | no | a `tracing` span per request |
 

@@ -105,9 +105,10 @@ impl Client {
     /// Run `ex` with `m` (see [`Client::exchange`]) and count the outcome.
     fn on<E: Exchange>(&self, m: &Arc<Server_>, ex: &mut E) -> Result<E::Output> {
         let call = self.core.call(m, ex.command());
-        let entered = call.span.enter();
-        let (r, counts) = self.exchange(m, ex);
-        drop(entered);
+        let (r, counts) = {
+            let _entered = call.span.enter();
+            self.exchange(m, ex)
+        };
         self.ended(call, m, r.as_ref().err(), counts);
         r
     }

@@ -165,7 +165,29 @@ impl<P> Core<P> {
         servers: &[Server],
         keys: &crate::plan::Keys,
     ) -> Result<crate::plan::Plan> {
-        Ok(crate::plan::plan_change(&self.ring(), servers, keys)?)
+        use crate::plan::Keys;
+        if !self.keys.hash_with_prefix || self.keys.prefix.is_empty() {
+            return Ok(crate::plan::plan_change(&self.ring(), servers, keys)?);
+        }
+        // placement hashes prefix + key: plan on the keys as hashed
+        let hashed: Vec<Vec<u8>> = match keys {
+            Keys::List(v) => v
+                .iter()
+                .map(|k| self.keys.hashed_owned(k).into_owned())
+                .collect(),
+            Keys::Synthetic(n) => (0..*n)
+                .map(|i| {
+                    self.keys
+                        .hashed_owned(format!("key:{i}").as_bytes())
+                        .into_owned()
+                })
+                .collect(),
+        };
+        Ok(crate::plan::plan_change(
+            &self.ring(),
+            servers,
+            &Keys::List(hashed),
+        )?)
     }
 
     /// With auto-eject, swap in the routing over the servers that are not down.

@@ -118,7 +118,7 @@ impl Settings {
 
 /// Builds a client: [`Client`](crate::Client) (`Builder<Client>`, from
 /// [`Client::builder`](crate::Client::builder)) or, with the `async` feature,
-/// [`aio::Client`](crate::aio::Client) (from `aio::Client::builder`). Both take the same
+/// `aio::Client` (from `aio::Client::builder`). Both take the same
 /// settings. Every setting documents its default.
 ///
 /// ```no_run
