@@ -90,6 +90,7 @@ impl Keys {
 /// One server of the union of the two lists (identified by its address as written).
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct ServerRow {
     /// Address as written.
     pub addr: String,
@@ -109,6 +110,7 @@ impl ServerRow {
 /// One method's figures.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct MethodPlan {
     /// Which method.
     pub method: Method,
@@ -133,6 +135,7 @@ pub struct MethodPlan {
 /// The whole plan.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Plan {
     /// Keys planned.
     pub keys: u64,

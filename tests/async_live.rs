@@ -229,12 +229,8 @@ async fn auto_eject_routes_like_the_blocking_client_and_libmemcached() {
     let silent = Silent::start();
     let dead_addr = silent.addr();
     let list = format!("{}{dead_addr} 1\n", live.server_list());
-    let policy = FailurePolicy {
-        failure_limit: 2,
-        // down for the rest of the test, however slow the machine
-        retry_timeout: Duration::from_secs(3600),
-        auto_eject: true,
-    };
+    // down for the rest of the test, however slow the machine
+    let policy = FailurePolicy::new(2, Duration::from_secs(3600), true);
     let keys: Vec<String> = (0..200).map(|i| format!("aio:dead:{i}")).collect();
     let Some(owners) = common::libmemcached::route(&list, &keys) else {
         return;

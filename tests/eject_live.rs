@@ -411,11 +411,7 @@ fn twemproxy_round(round: usize, weights: &[u32], names: bool, dead: usize, warm
         }
     }
     let nc = nutcracker_for(&servers);
-    let policy = FailurePolicy {
-        failure_limit: 1,
-        retry_timeout: Duration::from_secs(600),
-        auto_eject: true,
-    };
+    let policy = FailurePolicy::new(1, Duration::from_secs(600), true);
     let client = Client::builder()
         .servers(servers.clone())
         .flavor(Flavor::Twemproxy)
@@ -652,11 +648,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
     }
     let started = Instant::now();
     let (mut mems, servers) = start_servers(&[3, 1, 2, 1], |_| "");
-    let policy = FailurePolicy {
-        failure_limit: 2,
-        retry_timeout: Duration::from_millis(300),
-        auto_eject: false,
-    };
+    let policy = FailurePolicy::new(2, Duration::from_millis(300), false);
     let client = Client::builder()
         .servers(servers.clone())
         .failure_policy(policy)
@@ -843,11 +835,7 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
     // meet failing connects after a few timed-out requests, as it would after 1025 with the
     // default backlog.
     let (mems, servers) = start_servers(&[2, 1, 3, 1], |i| if i == stopped { "-b 8" } else { "" });
-    let policy = FailurePolicy {
-        failure_limit: 2,
-        retry_timeout: Duration::from_millis(500),
-        auto_eject: true,
-    };
+    let policy = FailurePolicy::new(2, Duration::from_millis(500), true);
     let client = Client::builder()
         .servers(servers.clone())
         .flavor(Flavor::Libmemcached)

@@ -194,10 +194,7 @@ fn a_million_operations_under_injected_faults_return_no_wrong_value() {
         .connect_timeout(Duration::from_millis(200))
         .checkout_timeout(Duration::from_millis(500))
         // keep every server in play so that faults keep producing timeouts
-        .failure_policy(FailurePolicy {
-            failure_limit: 0,
-            ..FailurePolicy::default()
-        })
+        .failure_policy(FailurePolicy::default().with_failure_limit(0))
         .build()
         .unwrap();
     let tally = Tally::default();
@@ -505,10 +502,7 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
         .unwrap()
         .pool_size(1)
         .read_timeout(Duration::from_millis(300))
-        .failure_policy(FailurePolicy {
-            failure_limit: 0,
-            ..FailurePolicy::default()
-        })
+        .failure_policy(FailurePolicy::default().with_failure_limit(0))
         .build()
         .unwrap();
     client.set("k", "right", 0, 0).unwrap();

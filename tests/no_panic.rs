@@ -197,11 +197,7 @@ fn settings(r: &mut Rng) -> Settings {
             }
         }),
         hash_with_prefix: r.chance(2),
-        policy: FailurePolicy {
-            failure_limit: *r.pick(&[0, 1, 2, u32::MAX]),
-            retry_timeout: duration(r),
-            auto_eject: r.chance(2),
-        },
+        policy: FailurePolicy::new(*r.pick(&[0, 1, 2, u32::MAX]), duration(r), r.chance(2)),
     };
     if r.chance(2) {
         return wild;
@@ -229,11 +225,7 @@ fn settings(r: &mut Rng) -> Settings {
         max_value: 1 << 20,
         prefix: None,
         hash_with_prefix: wild.hash_with_prefix,
-        policy: FailurePolicy {
-            failure_limit: (r.below(3)) as u32,
-            retry_timeout: ms(r),
-            auto_eject: wild.policy.auto_eject,
-        },
+        policy: FailurePolicy::new((r.below(3)) as u32, ms(r), wild.policy.auto_eject),
     };
     s.min_idle = Some(r.below(u64::from(s.pool_size) + 1) as u32);
     for _ in 0..r.below(3) {

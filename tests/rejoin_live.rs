@@ -142,11 +142,7 @@ impl Api {
 }
 
 fn policy() -> FailurePolicy {
-    FailurePolicy {
-        failure_limit: 1,
-        retry_timeout: Duration::from_millis(200),
-        auto_eject: true,
-    }
+    FailurePolicy::new(1, Duration::from_millis(200), true)
 }
 
 fn blocking_builder(c: &Cluster, limit: usize) -> memshard::Builder {

@@ -34,11 +34,7 @@ const STATE_DEADLINE: Duration = Duration::from_secs(120);
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn policy(failure_limit: u32, retry: Duration) -> FailurePolicy {
-    FailurePolicy {
-        failure_limit,
-        retry_timeout: retry,
-        auto_eject: false,
-    }
+    FailurePolicy::new(failure_limit, retry, false)
 }
 
 /// `fut`, or a failure naming `what` if it does not finish within [`STATE_DEADLINE`].

@@ -81,11 +81,7 @@ fn refused_port() -> u16 {
 }
 
 fn policy(failure_limit: u32, retry: Duration) -> FailurePolicy {
-    FailurePolicy {
-        failure_limit,
-        retry_timeout: retry,
-        auto_eject: false,
-    }
+    FailurePolicy::new(failure_limit, retry, false)
 }
 
 fn kind(e: &Error) -> &'static str {

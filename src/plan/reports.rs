@@ -35,6 +35,7 @@ pub fn imbalance_with_points(servers: &[Server], points: usize, keys: u64) -> (f
 
 /// Two flavors on the same server list: how many keys they place differently, and why.
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct FlavorDiff {
     /// Keys compared.
     pub keys: u64,
@@ -170,6 +171,7 @@ pub fn compare_flavors(
 
 /// One hash tag in a key sample.
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct TagRow {
     /// The tag's text (lossy UTF-8).
     pub tag: String,
@@ -183,6 +185,7 @@ pub struct TagRow {
 
 /// What a hash tag does to a key sample.
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct TagAudit {
     /// Keys read.
     pub keys: u64,

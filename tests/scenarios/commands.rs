@@ -636,11 +636,7 @@ pub async fn server_wide_commands_answer_per_server<C: Api>() {
 /// the limits themselves build; a weight of 0 is refused for every flavour.
 pub async fn settings_that_cannot_work_are_refused_at_build<C: Api>() {
     let one = |b: C::Builder| b.servers(vec![Server::new("127.255.0.9", 9)]);
-    let policy = |retry| FailurePolicy {
-        failure_limit: 1,
-        retry_timeout: retry,
-        auto_eject: false,
-    };
+    let policy = |retry| FailurePolicy::new(1, retry, false);
     type Case<B> = (&'static str, Box<dyn FnOnce(B) -> B>);
     let timeouts: Vec<Case<C::Builder>> = vec![
         (
@@ -686,10 +682,7 @@ pub async fn settings_that_cannot_work_are_refused_at_build<C: Api>() {
                 .connect_timeout(d)
                 .read_timeout(d)
                 .write_timeout(d)
-                .failure_policy(FailurePolicy {
-                    auto_eject: true,
-                    ..policy(d)
-                })
+                .failure_policy(policy(d).with_auto_eject(true))
         });
         assert!(r.is_ok(), "{d:?}: {:?}", r.err());
     }

@@ -17,12 +17,8 @@ use std::time::Duration;
 /// again) and takes its keys back.
 pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
     let mut c = Cluster::on_free_ports(&[1, 1, 1, 1]);
-    let policy = FailurePolicy {
-        failure_limit: 2,
-        // how often the down server is probed; the waits below are for states
-        retry_timeout: Duration::from_millis(50),
-        auto_eject: true,
-    };
+    // retry: how often the down server is probed; the waits below are for states
+    let policy = FailurePolicy::new(2, Duration::from_millis(50), true);
     let m = build::<C>(|b| {
         b.server_list(&c.server_list())
             .failure_policy(policy)
@@ -150,12 +146,8 @@ pub async fn a_down_server_fails_fast_without_a_connection_attempt<C: Api>() {
     let silent = Silent::start();
     let dead_addr = silent.addr();
     let list = format!("{}{dead_addr} 1\n", live.server_list());
-    let policy = FailurePolicy {
-        failure_limit: 2,
-        // down for the rest of the test, however slow the machine
-        retry_timeout: HOUR,
-        auto_eject: false,
-    };
+    // down for the rest of the test, however slow the machine
+    let policy = FailurePolicy::new(2, HOUR, false);
     let m = build::<C>(|b| {
         b.server_list(&list)
             .read_timeout(Duration::from_millis(200))
@@ -327,10 +319,7 @@ pub async fn a_refused_server_fails_at_once_and_the_healthy_keys_come_back<C: Ap
 /// error that drops its connection.
 pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
     let s = Memcached::start(LO, 0, "");
-    let never_down = FailurePolicy {
-        failure_limit: 0,
-        ..FailurePolicy::default()
-    };
+    let never_down = FailurePolicy::default().with_failure_limit(0);
     let m = build::<C>(|b| {
         b.server_list(&format!("{} 1\n", s.addr()))
             .pool_size(1)

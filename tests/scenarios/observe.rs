@@ -75,11 +75,7 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
     let m = build::<C>(|b| {
         b.server_list(&c.server_list())
             .read_timeout(Duration::from_millis(200))
-            .failure_policy(FailurePolicy {
-                failure_limit: 1,
-                retry_timeout: Duration::from_millis(20),
-                auto_eject: false,
-            })
+            .failure_policy(FailurePolicy::new(1, Duration::from_millis(20), false))
     });
     let before: Vec<(u64, u64, u64)> = c
         .servers

@@ -15,11 +15,7 @@ const POOL: u64 = 4;
 
 /// Failure limit `limit`, down for the rest of the test once reached.
 fn policy(limit: u32) -> FailurePolicy {
-    FailurePolicy {
-        failure_limit: limit,
-        retry_timeout: HOUR,
-        auto_eject: false,
-    }
+    FailurePolicy::new(limit, HOUR, false)
 }
 
 /// Connections the server has open, other than the one asking.

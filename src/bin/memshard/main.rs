@@ -338,14 +338,14 @@ impl RingArgs {
             .as_ref()
             .and_then(|p| p.timeout)
             .unwrap_or(Duration::from_millis(net.timeout_ms));
-        let policy = peer
-            .as_ref()
-            .map(|p| p.failure_policy)
-            .unwrap_or(memshard::FailurePolicy {
-                failure_limit: net.failure_limit,
-                retry_timeout: Duration::from_millis(net.retry_timeout_ms),
-                auto_eject: net.auto_eject,
-            });
+        let policy =
+            peer.as_ref()
+                .map(|p| p.failure_policy)
+                .unwrap_or(memshard::FailurePolicy::new(
+                    net.failure_limit,
+                    Duration::from_millis(net.retry_timeout_ms),
+                    net.auto_eject,
+                ));
         let mut b = Client::builder()
             .servers(ring.servers().iter().cloned())
             .flavor(ring.flavor())
