@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) type Shared = Core<Pool>;
-pub(crate) type Server_ = Member<Pool>;
+/// One configured server of this client: its pool, health and rejoin log.
+pub(crate) type ServerOf = Member<Pool>;
 type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
 
 /// An async pooled memcached client over a ketama ring: the blocking
@@ -121,7 +122,7 @@ impl Client {
     /// [`AsyncConn::idle_check`] (one that fails it is dropped and the next taken, without
     /// counting against the server, as the blocking pool does), else a new one; `fresh`:
     /// always a new one. Failures are counted here, each connect failure once.
-    async fn lease<'m>(&self, m: &'m Arc<Server_>, fresh: bool) -> Result<Lease<'m>> {
+    async fn lease<'m>(&self, m: &'m Arc<ServerOf>, fresh: bool) -> Result<Lease<'m>> {
         self.core.available(m)?;
         if fresh {
             return self.fresh(m).await;
@@ -158,7 +159,7 @@ impl Client {
     }
 
     /// A new connection to `m`, outside the pool's count until it is offered back.
-    async fn fresh<'m>(&self, m: &'m Arc<Server_>) -> Result<Lease<'m>> {
+    async fn fresh<'m>(&self, m: &'m Arc<ServerOf>) -> Result<Lease<'m>> {
         match m.pool.bb8.dedicated_connection().await {
             Ok(c) => Ok(Lease::Fresh(Some(c), &m.pool.bb8)),
             Err(e) => {
@@ -170,7 +171,7 @@ impl Client {
 
     /// A connection from `m`'s pool. A connect that fails while this checkout waits ends the
     /// wait at once with the connect error (bb8 alone would wait out the checkout timeout).
-    async fn pooled<'m>(&self, m: &'m Arc<Server_>) -> Result<Pooled<'m>> {
+    async fn pooled<'m>(&self, m: &'m Arc<ServerOf>) -> Result<Pooled<'m>> {
         let mut failures = m.pool.failures.subscribe();
         let failed = async move {
             match failures.changed().await {
@@ -194,7 +195,7 @@ impl Client {
     }
 
     /// The error for a checkout that waited out the checkout timeout.
-    fn timed_out(&self, m: &Server_) -> Error {
+    fn timed_out(&self, m: &ServerOf) -> Error {
         let state = m.pool.bb8.state();
         // every connection the pool may hold exists and is in use: the pool is too small for
         // the load, which says nothing about the server
@@ -223,7 +224,7 @@ impl Client {
 
     /// The error for a checkout ended by connect failure `f`; counted for the server if no
     /// other checkout counted it.
-    fn connect_failed(&self, m: &Arc<Server_>, f: ConnectFailure) -> Error {
+    fn connect_failed(&self, m: &Arc<ServerOf>, f: ConnectFailure) -> Error {
         if m.pool.first_to_count(&f) {
             self.count(m, &f.error);
         }
@@ -231,7 +232,7 @@ impl Client {
     }
 
     /// Count a checkout failure for `m`'s health.
-    fn count(&self, m: &Arc<Server_>, e: &Error) {
+    fn count(&self, m: &Arc<ServerOf>, e: &Error) {
         if self.core.observe(m, Some(e)) {
             prober::start(&self.core, &self.runtime);
         }
@@ -242,7 +243,7 @@ impl Client {
     /// outcome is still to be counted for the server (a failed lease counted itself).
     async fn exchange<E: Exchange + Send>(
         &self,
-        m: &Arc<Server_>,
+        m: &Arc<ServerOf>,
         ex: &mut E,
     ) -> (Result<E::Output>, bool) {
         let mut lease = match self.lease(m, false).await {
@@ -271,14 +272,14 @@ impl Client {
     }
 
     /// Run `ex` with `m` (see [`Client::exchange`]) and count the outcome.
-    async fn on<E: Exchange + Send>(&self, m: &Arc<Server_>, ex: &mut E) -> Result<E::Output> {
+    async fn on<E: Exchange + Send>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Result<E::Output> {
         let call = self.core.call(m, ex.command());
         let (r, counts) = call.span.run(self.exchange(m, ex)).await;
         self.ended(call, m, r.as_ref().err(), counts);
         r
     }
 
-    fn ended(&self, call: Call, m: &Arc<Server_>, err: Option<&Error>, counts: bool) {
+    fn ended(&self, call: Call, m: &Arc<ServerOf>, err: Option<&Error>, counts: bool) {
         if self.core.ended(call, m, err, counts) {
             prober::start(&self.core, &self.runtime);
         }

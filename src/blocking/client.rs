@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) type Shared = Core<Pool>;
-pub(crate) type Server_ = Member<Pool>;
+/// One configured server of this client: its pool, health and rejoin log.
+pub(crate) type ServerOf = Member<Pool>;
 
 /// A pooled memcached client over a ketama ring. Cheap to clone (an `Arc`), `Send + Sync`.
 ///
@@ -61,7 +62,7 @@ impl Client {
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
     /// check, else a new one; `new`: always a new one (the retry after a stale connection).
-    fn checkout<'m>(&self, m: &'m Server_, new: bool) -> Result<Pooled<'m>> {
+    fn checkout<'m>(&self, m: &'m ServerOf, new: bool) -> Result<Pooled<'m>> {
         self.core.available(m)?;
         let waited = Instant::now();
         let got = if new { m.pool.get_new() } else { m.pool.get() };
@@ -72,7 +73,7 @@ impl Client {
     /// `ex` on a pooled connection to `m`, and once more on a new connection if that failed
     /// only because the connection was stale and `ex` may be sent again. Also whether the
     /// outcome tells anything about the server.
-    fn exchange<E: Exchange>(&self, m: &Server_, ex: &mut E) -> (Result<E::Output>, bool) {
+    fn exchange<E: Exchange>(&self, m: &ServerOf, ex: &mut E) -> (Result<E::Output>, bool) {
         let mut conn = match self.checkout(m, false) {
             Ok(c) => c,
             Err(e) => return (Err(e), true),
@@ -87,7 +88,7 @@ impl Client {
     /// `ex` may be sent again (see [`after_failure`]).
     fn after_failure<E: Exchange>(
         &self,
-        m: &Server_,
+        m: &ServerOf,
         conn: Pooled<'_>,
         e: crate::Error,
         ex: &mut E,
@@ -103,7 +104,7 @@ impl Client {
     }
 
     /// Run `ex` with `m` (see [`Client::exchange`]) and count the outcome.
-    fn on<E: Exchange>(&self, m: &Arc<Server_>, ex: &mut E) -> Result<E::Output> {
+    fn on<E: Exchange>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Result<E::Output> {
         let call = self.core.call(m, ex.command());
         let (r, counts) = {
             let _entered = call.span.enter();
@@ -116,7 +117,7 @@ impl Client {
     fn ended(
         &self,
         call: crate::core::call::Call,
-        m: &Arc<Server_>,
+        m: &Arc<ServerOf>,
         err: Option<&crate::Error>,
         counts: bool,
     ) {
@@ -168,7 +169,7 @@ impl Client {
     /// requests), or after a stale connection, once more on a new one.
     fn finish_multi_get(
         &self,
-        m: &Server_,
+        m: &ServerOf,
         mut conn: Pooled<'_>,
         wrote: Result<()>,
         ex: &mut Retrieve<'_>,
@@ -209,7 +210,7 @@ impl Client {
     }
 
     /// For the prober: a new connection to `m`, driven through `ex`.
-    pub(crate) fn connect(core: &Shared, m: &Server_) -> Result<Conn> {
+    pub(crate) fn connect(core: &Shared, m: &ServerOf) -> Result<Conn> {
         let s = &m.server;
         Conn::connect(&s.host, s.port, &s.addr, &core.settings.conn)
     }

@@ -130,7 +130,7 @@ impl<P: ServerPool> Core<P> {
             .iter()
             .map(|k| self.near_lookup(k).map(|item| Ok(Some(item))))
             .collect();
-        let groups = self.group(&keys, &mut out, false).groups;
+        let groups = self.group(&keys, &mut out, false);
         let batch = Batch {
             keys,
             values: Vec::new(),
@@ -145,7 +145,7 @@ impl<P: ServerPool> Core<P> {
     pub(crate) fn delete_batch<'k, K: AsRef<[u8]>, T>(&self, keys: &'k [K]) -> Batch<'k, P, T> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
         let mut out = slots(keys.len());
-        let groups = self.group(&keys, &mut out, true).groups;
+        let groups = self.group(&keys, &mut out, true);
         Batch {
             keys,
             values: Vec::new(),
@@ -168,7 +168,7 @@ impl<P: ServerPool> Core<P> {
             .iter()
             .map(|v| self.keys.check_value(v).err().map(Err))
             .collect();
-        let groups = self.group(&keys, &mut out, true).groups;
+        let groups = self.group(&keys, &mut out, true);
         Batch {
             keys,
             values,

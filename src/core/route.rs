@@ -12,12 +12,6 @@ pub(crate) struct Routed<'k, P> {
     pub(crate) member: Arc<Member<P>>,
 }
 
-/// Keys of a multi-key operation grouped by owner: each group's input indexes and wire keys,
-/// in input order. Keys that could not be routed already have their error in the output.
-pub(crate) struct Groups<'k, P> {
-    pub(crate) groups: Vec<Group<'k, P>>,
-}
-
 /// One server's share of a multi-key operation.
 pub(crate) struct Group<'k, P> {
     pub(crate) member: Arc<Member<P>>,
@@ -64,14 +58,15 @@ impl<P> Core<P> {
     }
 
     /// Route `keys` (those whose `out` entry is still empty); invalid keys get their error in
-    /// `out` at once, the rest are grouped by server on one view. `write`: the keys are written
+    /// `out` at once, the rest are grouped by server on one view: each group's input indexes
+    /// and wire keys, in input order. `write`: the keys are written
     /// or deleted (recorded for an ejected owner).
     pub(crate) fn group<'k, T>(
         &self,
         keys: &[&'k [u8]],
         out: &mut [Option<Result<T>>],
         write: bool,
-    ) -> Groups<'k, P> {
+    ) -> Vec<Group<'k, P>> {
         let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
         let mut valid: Vec<usize> = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
@@ -127,9 +122,7 @@ impl<P> Core<P> {
             g.idx.push(i);
             g.wire.push(wire);
         }
-        Groups {
-            groups: by_member.into_iter().flatten().collect(),
-        }
+        by_member.into_iter().flatten().collect()
     }
 }
 
