@@ -16,11 +16,12 @@ mod common;
 use common::{decode, value_for};
 
 use common::servers::{Cluster, Memcached, require};
+use common::silent::Silent;
 use memshard::aio;
 use memshard::plan::{Keys, Method};
 use memshard::{Client, Error, FailurePolicy, Server, StoreOutcome};
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -173,47 +174,6 @@ async fn placement_equals_libmemcached() {
         assert_placed_like_libmemcached(&c.servers, &c.server_list(), "", &keys, value)
     {
         println!("aio placement: 400 keys where libmemcached puts them: {per_server:?}");
-    }
-}
-
-/// A server that never answers: a listening socket nobody accepts on. The kernel completes each
-/// connection and keeps it in the socket's accept queue, so the queue's length is the exact
-/// number of connection attempts the clients made.
-struct Silent {
-    listener: TcpListener,
-}
-
-impl Silent {
-    fn start() -> Silent {
-        Silent {
-            listener: TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind"),
-        }
-    }
-
-    fn addr(&self) -> String {
-        self.listener.local_addr().unwrap().to_string()
-    }
-
-    /// Connections made to it so far (the accept queue's length, from /proc/net/tcp: for a
-    /// listening socket, rx_queue is that length).
-    fn attempts(&self) -> u64 {
-        let SocketAddr::V4(a) = self.listener.local_addr().unwrap() else {
-            unreachable!("bound on 127.0.0.1")
-        };
-        let want = format!(
-            "{:08X}:{:04X}",
-            u32::from_le_bytes(a.ip().octets()),
-            a.port()
-        );
-        let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
-        let line = table
-            .lines()
-            .skip(1)
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|f| f.len() > 4 && f[1] == want && f[3] == "0A")
-            .unwrap_or_else(|| panic!("no listening socket {want} in /proc/net/tcp"));
-        let rx = line[4].split(':').nth(1).expect("tx_queue:rx_queue");
-        u64::from_str_radix(rx, 16).expect("hex rx_queue")
     }
 }
 

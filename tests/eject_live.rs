@@ -12,9 +12,10 @@
 //! is set.
 
 mod common;
+use common::silent::error_kind as kind;
 
 use common::servers::{Memcached, Nutcracker, Text, require};
-use memshard::{Client, Error, FailurePolicy, Flavor, KeyHash, Ring, Server, StoreOutcome};
+use memshard::{Client, FailurePolicy, Flavor, KeyHash, Ring, Server, StoreOutcome};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -123,18 +124,6 @@ fn same_ring(a: &Ring, b: &Ring, keys: &[Vec<u8>]) -> bool {
         && keys
             .iter()
             .all(|k| a.route(k) == b.route(k) && a.point_for(k) == b.point_for(k))
-}
-
-fn kind(e: &Error) -> &'static str {
-    match e {
-        Error::Io { .. } => "Io",
-        Error::Timeout { .. } => "Timeout",
-        Error::Pool { .. } => "Pool",
-        Error::ServerDown { .. } => "ServerDown",
-        Error::Protocol { .. } => "Protocol",
-        Error::Server { .. } => "Server",
-        _ => "other",
-    }
 }
 
 /// memcached servers on free ports of 127.0.0.1 (server `i` with the extra arguments

@@ -13,6 +13,7 @@
 #![cfg(feature = "async")]
 
 mod common;
+use common::silent::error_kind as kind;
 
 use common::servers::{Memcached, free_port, require};
 use futures_util::future::join_all;
@@ -42,18 +43,6 @@ async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(STATE_DEADLINE, fut)
         .await
         .unwrap_or_else(|_| panic!("{what}: not finished within {STATE_DEADLINE:?}"))
-}
-
-fn kind(e: &Error) -> &'static str {
-    match e {
-        Error::Io { .. } => "Io",
-        Error::Timeout { .. } => "Timeout",
-        Error::Protocol { .. } => "Protocol",
-        Error::Server { .. } => "Server",
-        Error::Pool { .. } => "Pool",
-        Error::ServerDown { .. } => "ServerDown",
-        _ => "other",
-    }
 }
 
 /// The keys of `keys` that `c`'s ring gives to `addr`, and the others.

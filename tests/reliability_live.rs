@@ -11,6 +11,7 @@
 //! Needs memcached; without it the tests print SKIPPED (and fail when CI is set).
 
 mod common;
+use common::silent::error_kind as kind;
 
 use common::proxy::{FaultProxy, Mode};
 use common::servers::{Memcached, free_port, require};
@@ -82,18 +83,6 @@ fn refused_port() -> u16 {
 
 fn policy(failure_limit: u32, retry: Duration) -> FailurePolicy {
     FailurePolicy::new(failure_limit, retry, false)
-}
-
-fn kind(e: &Error) -> &'static str {
-    match e {
-        Error::Io { .. } => "Io",
-        Error::Timeout { .. } => "Timeout",
-        Error::Pool { .. } => "Pool",
-        Error::ServerDown { .. } => "ServerDown",
-        Error::Protocol { .. } => "Protocol",
-        Error::Server { .. } => "Server",
-        _ => "other",
-    }
 }
 
 // ---------------------------------------------------------------------------------------

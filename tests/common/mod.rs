@@ -4,6 +4,7 @@
 pub mod libmemcached;
 pub mod proxy;
 pub mod servers;
+pub mod silent;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
