@@ -3,6 +3,8 @@
 # (Debian php8.2-memcached, python3-pylibmc): starts its own memcached on a free 127.0.0.1 port,
 # has each peer store its cases there, reads flags and bytes back with a plain socket, and stops
 # the server at the end. Installs the peers with apt-get when missing (as root, or through sudo).
+# Then dalli.json, spymemcached.json and node.json, each through its own <peer>/gen.sh (the same
+# way, its own memcached; see README-dalli.md, README-spymemcached.md, README-node.md).
 #   bash value-vectors/generate.sh
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
@@ -36,3 +38,9 @@ done
 
 php "$HERE/php-memcached/generate.php" "$PORT" "$HERE/php-memcached.json"
 /usr/bin/python3 "$HERE/pylibmc/generate.py" "$PORT" "$HERE/pylibmc.json"
+
+# dalli (ruby-dalli), spymemcached (libspymemcached-java) and node memcached (npm, locked): each
+# gen.sh installs what it needs and starts (and stops) its own memcached on a free 127.0.0.1 port.
+for p in dalli spymemcached node; do
+    bash "$HERE/$p/gen.sh"
+done
