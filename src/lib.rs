@@ -76,6 +76,7 @@
 //! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
 //! | `tracing` | no | a `tracing` span per request |
+//! | `codecs` | no | [`value`]: decode what php-memcached, pylibmc, dalli, spymemcached and node memcached store (FastLZ, zlib, gzip) |
 
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
@@ -99,6 +100,10 @@ pub mod rejoin;
 pub mod ring;
 pub mod servers;
 pub mod watch;
+
+#[cfg(feature = "codecs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+pub use crate::core::value;
 
 pub use crate::blocking::{Client, Replicated};
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};

@@ -19,6 +19,7 @@
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
 //! | `outcome` | what commands return |
 //! | `api` | the public methods both clients share word for word, defined once |
+//! | `value` | what each peer stores, decoded from flags + payload (feature `codecs`) |
 
 pub(crate) mod call;
 pub(crate) mod exchange;
@@ -34,6 +35,8 @@ pub(crate) mod readbuf;
 pub(crate) mod replica;
 pub(crate) mod route;
 pub(crate) mod settings;
+#[cfg(feature = "codecs")]
+pub mod value;
 pub(crate) mod view;
 
 use crate::error::Result;

@@ -1,0 +1,350 @@
+//! What each peer stores, decoded: flags + payload → a typed [`Value`] (issue 15, read side).
+//!
+//! Pure and sans-IO: nothing here talks to a server. A client hands [`decode`] the flags and the
+//! bytes a `get` returned, with the [`Codec`] of the peer that wrote them, and the maximum value
+//! size it accepts. The flag layouts and every quirk are those verified against the running
+//! peers in `value-vectors/` (README.md, README-dalli.md, README-spymemcached.md,
+//! README-node.md); each peer's module cites the peer's source files.
+//!
+//! | codec | module | flags it knows |
+//! |---|---|---|
+//! | [`Codec::Raw`] | — | none: every payload is [`Value::Bytes`] (memshard's behaviour so far) |
+//! | [`Codec::PhpMemcached`] | `php` | type bits 0-3, compression bits 4-6, user flags 16-31 |
+//! | [`Codec::Pylibmc`] | `pylibmc` | 1 pickle, 2 bool, 4 int, 8 zlib, 16 text |
+//! | [`Codec::Dalli`] | `dalli` | 1 serialized (Marshal or JSON), 2 compressed (zlib or gzip) |
+//! | [`Codec::Spymemcached`] | `spymemcached` | 1 Java-serialized, 2 gzip, 0xff00 special type |
+//! | [`Codec::NodeMemcached`] | `node` | exactly 0, 2, 4 or 8 |
+//!
+//! Decisions:
+//! - **Unknown flags**: flags outside what the peer's layout defines (bits the peer would
+//!   ignore, or reject) come back as [`Value::Unknown`] with the flags and the payload as stored,
+//!   never guessed at. So a PHP FastLZ string (0x50) read with the pylibmc codec is `Unknown`,
+//!   where pylibmc itself would return the compressed bytes as a `str`.
+//! - **Serialized formats** (PHP serialize, igbinary, msgpack, pickle, Ruby Marshal, Java
+//!   serialization) come back as [`Value::Foreign`]: the *decompressed* bytes and the
+//!   [`Encoding`] named. Turning them into values is a later step.
+//! - **JSON**: a JSON array or object is [`Value::Json`]; a JSON scalar comes back as its typed
+//!   variant (`42` → [`Value::Int`], `"abc"` → [`Value::String`], `null` → [`Value::Null`]), as
+//!   the peer's own `JSON.parse` / `JSON.load` / `json_decode` gives it. Integers beyond 64 bits
+//!   are [`Value::BigInt`], never rounded through `f64`.
+//! - **Text**: where a peer's "string" is bytes (PHP, dalli raw, spymemcached, node), valid UTF-8
+//!   is [`Value::String`] and anything else [`Value::Bytes`]; pylibmc's `str` (flags 16) must be
+//!   UTF-8 or it is an error, as in pylibmc.
+//! - **Stricter than the peer** where the peer reads garbage silently: a PHP long or double that
+//!   is not a number (PHP: `strtol`/`zend_strtod` → 0), broken PHP JSON (PHP: null), a node
+//!   Buffer that node would corrupt are [`ValueError::Malformed`], not a made-up value.
+//! - **Bombs**: every decompressed size is capped at `max_value`; FastLZ's and PHP zlib's
+//!   4-byte length prefix is checked before anything is allocated, zlib and gzip are read
+//!   through `take(max_value + 1)`. Too large is [`ValueError::TooLarge`].
+
+mod compress;
+mod dalli;
+mod node;
+mod php;
+mod pylibmc;
+mod spymemcached;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use compress::Compression;
+
+/// A value as the peer that stored it sees it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Value {
+    /// Text (UTF-8).
+    String(String),
+    /// Bytes that are not text, or a peer's explicit binary type (pylibmc `bytes`, Java `byte[]`,
+    /// node `Buffer`), or anything read with [`Codec::Raw`].
+    Bytes(Vec<u8>),
+    /// An integer that fits in 64 bits (also Java `Date` as epoch milliseconds).
+    Int(i64),
+    /// An integer beyond 64 bits (pylibmc, dalli JSON), as its decimal text: an optional `-`,
+    /// then digits without leading zeros.
+    BigInt(String),
+    /// A float (`f64`; a Java `Float` widened).
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// null / nil / None.
+    Null,
+    /// A JSON array or object (PHP's JSON serializers, node's JSON values, dalli's JSON
+    /// serializer).
+    Json(serde_json::Value),
+    /// A serialized value this module does not turn into a value (yet): the decompressed bytes
+    /// and their encoding. Never a silent misread.
+    Foreign {
+        /// The serialization format.
+        encoding: Encoding,
+        /// The serialized bytes, decompressed.
+        bytes: Vec<u8>,
+    },
+    /// Flags the codec's peer does not define: the flags and the payload exactly as stored.
+    Unknown {
+        /// The flags as stored.
+        flags: u32,
+        /// The payload as stored (not decompressed).
+        bytes: Vec<u8>,
+    },
+}
+
+impl Value {
+    /// The value's kind as the CLI's `--json` output spells it (`string`, `bytes`, `int`,
+    /// `float`, `bool`, `null`, `json`, `foreign`, `unknown`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::String(_) => "string",
+            Value::Bytes(_) => "bytes",
+            Value::Int(_) | Value::BigInt(_) => "int",
+            Value::Float(_) => "float",
+            Value::Bool(_) => "bool",
+            Value::Null => "null",
+            Value::Json(_) => "json",
+            Value::Foreign { .. } => "foreign",
+            Value::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+/// A serialization format returned as [`Value::Foreign`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// PHP `serialize()` (php-memcached type 4).
+    PhpSerialize,
+    /// igbinary (php-memcached type 5).
+    Igbinary,
+    /// MessagePack (php-memcached type 7).
+    Msgpack,
+    /// Python pickle (pylibmc flags 1).
+    Pickle,
+    /// Ruby `Marshal` 4.8 (dalli flags 1, default serializer).
+    RubyMarshal,
+    /// Java serialization (spymemcached flags 1).
+    JavaSerialized,
+}
+
+impl Encoding {
+    /// The name the issue's CLI output uses: `php-serialize`, `igbinary`, `msgpack`, `pickle`,
+    /// `ruby-marshal`, `java-serialized`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::PhpSerialize => "php-serialize",
+            Encoding::Igbinary => "igbinary",
+            Encoding::Msgpack => "msgpack",
+            Encoding::Pickle => "pickle",
+            Encoding::RubyMarshal => "ruby-marshal",
+            Encoding::JavaSerialized => "java-serialized",
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which peer's layout the flags and payload follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Codec {
+    /// No interpretation: every payload is [`Value::Bytes`].
+    #[default]
+    Raw,
+    /// php-memcached 3.2 (`php_memcached.c`).
+    PhpMemcached,
+    /// pylibmc 1.6 (`_pylibmcmodule.c`).
+    Pylibmc,
+    /// Ruby dalli 3.0 (`value_serializer.rb`, `value_compressor.rb`).
+    Dalli,
+    /// spymemcached 2.12 `SerializingTranscoder`.
+    Spymemcached,
+    /// npm `memcached` 2.2 (`lib/memcached.js`).
+    NodeMemcached,
+}
+
+impl Codec {
+    /// Every codec, in the order of the issue.
+    pub const ALL: [Codec; 6] = [
+        Codec::Raw,
+        Codec::PhpMemcached,
+        Codec::Pylibmc,
+        Codec::Dalli,
+        Codec::Spymemcached,
+        Codec::NodeMemcached,
+    ];
+
+    /// The codec's name on the command line: `raw`, `php-memcached`, `pylibmc`, `dalli`,
+    /// `spymemcached`, `node-memcached`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Raw => "raw",
+            Codec::PhpMemcached => "php-memcached",
+            Codec::Pylibmc => "pylibmc",
+            Codec::Dalli => "dalli",
+            Codec::Spymemcached => "spymemcached",
+            Codec::NodeMemcached => "node-memcached",
+        }
+    }
+}
+
+impl fmt::Display for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A codec name that is not one of [`Codec::ALL`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown codec {0:?} (raw, php-memcached, pylibmc, dalli, spymemcached, node-memcached)")]
+pub struct UnknownCodec(pub String);
+
+impl FromStr for Codec {
+    type Err = UnknownCodec;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Codec::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| UnknownCodec(s.to_owned()))
+    }
+}
+
+/// Why a payload could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// The value (stored, or decompressed, or announced by a length prefix) is larger than the
+    /// maximum value size. `size` is a lower bound when decompression was cut off.
+    #[error("value of at least {size} bytes is larger than the maximum of {max}")]
+    TooLarge {
+        /// The size found (at least).
+        size: u64,
+        /// The maximum allowed.
+        max: usize,
+    },
+    /// Compressed data that does not decompress.
+    #[error("{method} data does not decompress: {detail}")]
+    Decompress {
+        /// The compression method.
+        method: Compression,
+        /// What went wrong.
+        detail: String,
+    },
+    /// A payload that does not hold what its flags say.
+    #[error("{codec} flags {flags:#x}: {detail}")]
+    Malformed {
+        /// The codec used.
+        codec: Codec,
+        /// The flags as stored.
+        flags: u32,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// Decodes what a peer stored: `flags` and `payload` as a `get` returned them.
+///
+/// `max_value` caps the payload and every decompressed size (memcached's item size limit is the
+/// natural choice). Unknown flags are [`Value::Unknown`], serialized formats
+/// [`Value::Foreign`]; see the module documentation for each decision.
+pub fn decode(
+    codec: Codec,
+    flags: u32,
+    payload: &[u8],
+    max_value: usize,
+) -> Result<Value, ValueError> {
+    if payload.len() > max_value {
+        return Err(ValueError::TooLarge {
+            size: payload.len() as u64,
+            max: max_value,
+        });
+    }
+    match codec {
+        Codec::Raw => Ok(Value::Bytes(payload.to_vec())),
+        Codec::PhpMemcached => php::decode(flags, payload, max_value),
+        Codec::Pylibmc => pylibmc::decode(flags, payload, max_value),
+        Codec::Dalli => dalli::decode(flags, payload, max_value),
+        Codec::Spymemcached => spymemcached::decode(flags, payload, max_value),
+        Codec::NodeMemcached => node::decode(flags, payload),
+    }
+}
+
+/// Text if it is UTF-8, else the bytes.
+fn text_or_bytes(data: Vec<u8>) -> Value {
+    match String::from_utf8(data) {
+        Ok(s) => Value::String(s),
+        Err(e) => Value::Bytes(e.into_bytes()),
+    }
+}
+
+fn unknown(flags: u32, payload: &[u8]) -> Value {
+    Value::Unknown {
+        flags,
+        bytes: payload.to_vec(),
+    }
+}
+
+fn malformed(codec: Codec, flags: u32, detail: impl Into<String>) -> ValueError {
+    ValueError::Malformed {
+        codec,
+        flags,
+        detail: detail.into(),
+    }
+}
+
+/// A decimal integer literal: optional sign, ASCII digits, nothing else. `Int` when it fits in
+/// 64 bits, else `BigInt` (normalised: no leading zeros, no `+`, no `-0`).
+fn decimal_integer(text: &[u8]) -> Option<Value> {
+    let (neg, digits) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let s = std::str::from_utf8(text).ok()?;
+    if let Ok(i) = s.parse::<i64>() {
+        return Some(Value::Int(i));
+    }
+    let first = digits
+        .iter()
+        .position(|&b| b != b'0')
+        .unwrap_or(digits.len());
+    let digits = std::str::from_utf8(&digits[first..]).ok()?;
+    // Fits in i64 after all only with leading zeros, which `parse` accepts: not reached.
+    Some(Value::BigInt(if neg {
+        format!("-{digits}")
+    } else {
+        digits.to_owned()
+    }))
+}
+
+/// JSON text as the peers' parsers read it: arrays and objects as [`Value::Json`], scalars as
+/// their typed variant, integer literals beyond 64 bits as [`Value::BigInt`].
+fn json(text: &[u8]) -> Result<Value, serde_json::Error> {
+    let trimmed = text.trim_ascii();
+    let digits = trimmed.strip_prefix(b"-").unwrap_or(trimmed);
+    let json_integer = digits.first().is_some_and(|&b| b != b'0') || digits == b"0";
+    if json_integer && let Some(v) = decimal_integer(trimmed) {
+        return Ok(v);
+    }
+    let v: serde_json::Value = serde_json::from_slice(text)?;
+    Ok(match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(b),
+        serde_json::Value::String(s) => Value::String(s),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => match n.as_f64() {
+                Some(f) => Value::Float(f),
+                None => Value::Json(serde_json::Value::Number(n)),
+            },
+        },
+        other => Value::Json(other),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,229 @@
+//! Bombs, framing and flag edge cases; the peers' own values are in tests/value_vectors.rs.
+
+use super::*;
+
+fn php_fastlz(plain: &[u8]) -> Vec<u8> {
+    let mut state = fastlz_rs::CompressState::new();
+    let mut block = vec![0u8; plain.len() * 2 + 64];
+    let n = state
+        .compress_to_buf(plain, &mut block, fastlz_rs::CompressionLevel::Default)
+        .expect("compress");
+    let mut out = (plain.len() as u32).to_le_bytes().to_vec();
+    out.extend(&block[..n]);
+    out
+}
+
+fn zlib_of(plain: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(plain).expect("write");
+    e.finish().expect("finish")
+}
+
+fn gzip_of(plain: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(plain).expect("write");
+    e.finish().expect("finish")
+}
+
+#[test]
+fn fastlz_prefix_above_max_is_refused_before_allocating() {
+    // A 4 GiB prefix on a 5-byte block: refused by the prefix alone.
+    let payload = [0xff, 0xff, 0xff, 0xff, 0x00];
+    assert_eq!(
+        decode(Codec::PhpMemcached, 0x50, &payload, 1 << 20),
+        Err(ValueError::TooLarge {
+            size: u64::from(u32::MAX),
+            max: 1 << 20
+        })
+    );
+}
+
+#[test]
+fn fastlz_round_trip_and_prefix_mismatch() {
+    let plain = vec![b'a'; 5000];
+    let mut payload = php_fastlz(&plain);
+    assert_eq!(
+        decode(Codec::PhpMemcached, 0x50, &payload, 1 << 20),
+        Ok(Value::String(String::from_utf8(plain).expect("ascii")))
+    );
+    // A prefix larger than the block: PHP returns uninitialised memory, we refuse.
+    payload[..4].copy_from_slice(&6000u32.to_le_bytes());
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 0x50, &payload, 1 << 20),
+        Err(ValueError::Decompress {
+            method: Compression::FastLz,
+            ..
+        })
+    ));
+    // Smaller: the block does not fit.
+    payload[..4].copy_from_slice(&100u32.to_le_bytes());
+    assert!(decode(Codec::PhpMemcached, 0x50, &payload, 1 << 20).is_err());
+    // Shorter than the prefix.
+    assert!(decode(Codec::PhpMemcached, 0x50, &[1, 0], 1 << 20).is_err());
+}
+
+#[test]
+fn zlib_and_gzip_bombs_are_refused() {
+    let bomb = vec![0u8; 10 << 20];
+    let z = zlib_of(&bomb);
+    let g = gzip_of(&bomb);
+    let max = 1 << 20;
+    let too_large = |r: Result<Value, ValueError>| matches!(r, Err(ValueError::TooLarge { .. }));
+    assert!(too_large(decode(Codec::Pylibmc, 8, &z, max)));
+    assert!(too_large(decode(Codec::Dalli, 2, &z, max)));
+    assert!(too_large(decode(Codec::Dalli, 2, &g, max)));
+    assert!(too_large(decode(Codec::Spymemcached, 2, &g, max)));
+    // php: a lying small prefix is not the guard, the capped inflate is.
+    let mut php = 16u32.to_le_bytes().to_vec();
+    php.extend(&z);
+    assert!(too_large(decode(Codec::PhpMemcached, 0x30, &php, max)));
+    // Exactly the maximum is fine.
+    let exact = zlib_of(&vec![b'x'; max]);
+    assert!(
+        matches!(decode(Codec::Pylibmc, 8, &exact, max), Ok(Value::Bytes(b)) if b.len() == max)
+    );
+    // A stored payload above the maximum.
+    assert!(too_large(decode(Codec::Raw, 0, &[0; 11], 10)));
+}
+
+#[test]
+fn corrupt_streams_are_typed_errors() {
+    assert!(matches!(
+        decode(Codec::Pylibmc, 8, b"not zlib", 1 << 20),
+        Err(ValueError::Decompress {
+            method: Compression::Zlib,
+            ..
+        })
+    ));
+    assert!(matches!(
+        decode(Codec::Spymemcached, 2, b"\x1f\x8bnot gzip", 1 << 20),
+        Err(ValueError::Decompress {
+            method: Compression::Gzip,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn unknown_flags_come_back_with_their_flags() {
+    for (codec, flags) in [
+        (Codec::PhpMemcached, 8),
+        (Codec::PhpMemcached, 0x90),
+        (Codec::Pylibmc, 0x50),
+        (Codec::Pylibmc, 3),
+        (Codec::Dalli, 4),
+        (Codec::Spymemcached, 0x900),
+        (Codec::Spymemcached, 0x10),
+        (Codec::NodeMemcached, 10),
+    ] {
+        assert_eq!(
+            decode(codec, flags, b"xyz", 100),
+            Ok(Value::Unknown {
+                flags,
+                bytes: b"xyz".to_vec()
+            }),
+            "{codec} {flags:#x}"
+        );
+    }
+    assert_eq!(
+        decode(Codec::Raw, 1, b"42", 100),
+        Ok(Value::Bytes(b"42".to_vec()))
+    );
+}
+
+#[test]
+fn php_numbers_are_strict() {
+    let d = |flags, p: &[u8]| decode(Codec::PhpMemcached, flags, p, 100);
+    assert_eq!(d(1, b"-42"), Ok(Value::Int(-42)));
+    assert!(d(1, b"42abc").is_err());
+    assert!(d(1, b"").is_err());
+    assert_eq!(d(2, b".5"), Ok(Value::Float(0.5)));
+    assert_eq!(d(2, b"1e+06"), Ok(Value::Float(1e6)));
+    assert!(d(2, b"inf").is_err());
+    assert!(d(2, b"NAN").is_err());
+    assert!(matches!(d(2, b"NaN"), Ok(Value::Float(f)) if f.is_nan()));
+    assert_eq!(d(3, b"10"), Ok(Value::Bool(true)));
+    assert_eq!(d(3, b""), Ok(Value::Bool(false)));
+    assert!(d(6, b"{broken").is_err());
+    assert!(d(0x10, b"\0\0\0\0").is_err());
+    // 0x20 without 0x10: not decompressed, as PHP.
+    assert_eq!(d(0x20, b"abc"), Ok(Value::String("abc".into())));
+}
+
+#[test]
+fn pylibmc_ints_follow_python() {
+    let d = |flags, p: &[u8]| decode(Codec::Pylibmc, flags, p, 100);
+    assert_eq!(d(4, b" 42 "), Ok(Value::Int(42)));
+    assert_eq!(d(4, b"+7"), Ok(Value::Int(7)));
+    assert_eq!(d(4, b"4_2"), Ok(Value::Int(42)));
+    assert!(d(4, b"4__2").is_err());
+    assert!(d(4, b"3.14").is_err());
+    assert!(d(4, b"").is_err());
+    assert_eq!(
+        d(4, b"-0099999999999999999999"),
+        Ok(Value::BigInt("-99999999999999999999".into()))
+    );
+    assert_eq!(d(2, b"1"), Ok(Value::Bool(true)));
+    assert_eq!(d(2, b"5"), Ok(Value::Int(5)));
+    assert!(d(16, b"\xff").is_err());
+    assert!(d(1, b"").is_err());
+}
+
+#[test]
+fn spymemcached_numbers_zero_extend() {
+    let d = |flags, p: &[u8]| decode(Codec::Spymemcached, flags, p, 100);
+    assert_eq!(d(0x200, b"\xd6"), Ok(Value::Int(214)));
+    assert_eq!(d(0x200, b"\xff\xff\xff\xd6"), Ok(Value::Int(-42)));
+    assert_eq!(d(0x200, b"\0\0\0\x01\0\0\0\x2a"), Ok(Value::Int(42)));
+    assert_eq!(d(0x300, b"\xff\xff\xff\xd6"), Ok(Value::Int(4_294_967_254)));
+    assert_eq!(d(0x700, b""), Ok(Value::Float(0.0)));
+    assert!(d(0x100, b"").is_err());
+    assert!(d(0x500, b"").is_err());
+}
+
+#[test]
+fn node_numbers_and_buffers() {
+    let d = |flags, p: &[u8]| decode(Codec::NodeMemcached, flags, p, 100);
+    assert_eq!(d(8, b""), Ok(Value::Float(0.0)));
+    assert_eq!(d(8, b"0x10"), Ok(Value::Float(16.0)));
+    assert!(matches!(d(8, b"inf"), Ok(Value::Float(f)) if f.is_nan()));
+    assert_eq!(d(8, b"-Infinity"), Ok(Value::Float(f64::NEG_INFINITY)));
+    assert_eq!(
+        d(4, b"\x00\x7f\xc2\x80\xc3\xbf"),
+        Ok(Value::Bytes(vec![0, 0x7f, 0x80, 0xff]))
+    );
+    assert!(d(4, b"\x80").is_err());
+    assert_eq!(d(0, b"a\\\nb"), Ok(Value::String("a\nb".into())));
+    assert!(d(2, b"").is_err());
+}
+
+#[test]
+fn json_scalars_are_typed_and_big_ints_exact() {
+    let d = |p: &[u8]| decode(Codec::Dalli, 1, p, 100);
+    assert_eq!(d(b"42"), Ok(Value::Int(42)));
+    assert_eq!(
+        d(b"18446744073709551616"),
+        Ok(Value::BigInt("18446744073709551616".into()))
+    );
+    assert_eq!(d(b"\"abc\""), Ok(Value::String("abc".into())));
+    assert_eq!(d(b"null"), Ok(Value::Null));
+    assert!(matches!(d(b"-0.0"), Ok(Value::Float(f)) if f == 0.0 && f.is_sign_negative()));
+    assert!(d(b"042").is_err());
+    assert!(matches!(
+        d(b"\x04\x08i\x06"),
+        Ok(Value::Foreign {
+            encoding: Encoding::RubyMarshal,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn codec_names_round_trip() {
+    for c in Codec::ALL {
+        assert_eq!(c.name().parse::<Codec>(), Ok(c));
+    }
+    assert!("php".parse::<Codec>().is_err());
+}
