@@ -227,3 +227,13 @@ fn codec_names_round_trip() {
     }
     assert!("php".parse::<Codec>().is_err());
 }
+
+#[test]
+fn truncated_streams_are_errors_not_short_values() {
+    let plain = vec![b'q'; 3000];
+    let z = zlib_of(&plain);
+    let g = gzip_of(&plain);
+    assert!(decode(Codec::Pylibmc, 8, &z[..z.len() / 2], 1 << 20).is_err());
+    assert!(decode(Codec::Spymemcached, 2, &g[..g.len() / 2], 1 << 20).is_err());
+    assert!(decode(Codec::Dalli, 2, &g[..g.len() - 4], 1 << 20).is_err());
+}
