@@ -11,15 +11,7 @@ export PYTHONDONTWRITEBYTECODE=1
 HERE=$(cd "$(dirname "$0")" && pwd)
 PATH=$PATH:/usr/sbin:/sbin
 
-if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
-missing=()
-for p in memcached php-cli php-memcached php-igbinary php-msgpack python3-pylibmc; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    $SUDO apt-get update
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
-fi
+bash "$HERE/../scripts/apt-install.sh" memcached php-cli php-memcached php-igbinary php-msgpack python3-pylibmc
 
 # A free port on 127.0.0.1 (the kernel's choice), then our own memcached on it.
 PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -2,16 +2,12 @@
 # Regenerates ../dalli.json from the real Dalli 3.0.6 (Debian ruby-dalli): starts its own memcached
 # on a free 127.0.0.1 port, runs gen.rb against it under a fixed clock (faketime: Dalli's gzip
 # compressor stamps the current time into the gzip header), stops memcached by PID.
-# Installs (apt-get) go through sudo when not run as root.
+# Installs through scripts/apt-install.sh (root directly, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")"
 PATH=$PATH:/usr/sbin:/sbin
-if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
-updated=
-apt_install() {
-  [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
+# the project's one installer (root directly, or through sudo)
+apt_install() { bash ../../scripts/apt-install.sh "$@"; }
 command -v ruby >/dev/null 2>&1 || apt_install ruby
 ruby -e 'require "dalli"' 2>/dev/null || apt_install ruby-dalli
 command -v memcached >/dev/null 2>&1 || apt_install memcached

@@ -2,16 +2,12 @@
 # Regenerates ../node.json from the real npm `memcached` 2.2.2 (pinned in package-lock.json,
 # installed into ./node_modules, git-ignored; npm's cache goes to a mktemp dir): starts its own
 # memcached on a free 127.0.0.1 port, runs gen.js, stops memcached by PID.
-# Installs (apt-get) go through sudo when not run as root.
+# Installs through scripts/apt-install.sh (root directly, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")"
 PATH=$PATH:/usr/sbin:/sbin
-if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
-updated=
-apt_install() {
-  [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
+# the project's one installer (root directly, or through sudo)
+apt_install() { bash ../../scripts/apt-install.sh "$@"; }
 { command -v node && command -v npm; } >/dev/null 2>&1 || apt_install nodejs npm
 command -v memcached >/dev/null 2>&1 || apt_install memcached
 command -v python3 >/dev/null 2>&1 || apt_install python3

@@ -1,19 +1,15 @@
 #!/bin/bash
 # Regenerates ../spymemcached.json from the real spymemcached 2.12.3 (Debian libspymemcached-java):
 # compiles SpyValues.java against the Debian jar into a mktemp dir, starts its own memcached on a
-# free 127.0.0.1 port, runs it, stops memcached by PID. Installs go through sudo when not root.
+# free 127.0.0.1 port, runs it, stops memcached by PID. Installs through scripts/apt-install.sh.
 # -XX:-UsePerfData: no hsperfdata file in the system temp dir. spymemcached's own log lines
 # (warnings for undecodable reverse cases) go to stderr and are not part of the fixture.
 set -euo pipefail
 cd "$(dirname "$0")"
 PATH=$PATH:/usr/sbin:/sbin
-if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
 JAR=/usr/share/java/spymemcached.jar
-updated=
-apt_install() {
-  [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
+# the project's one installer (root directly, or through sudo)
+apt_install() { bash ../../scripts/apt-install.sh "$@"; }
 [ -f "$JAR" ] || apt_install libspymemcached-java
 command -v javac >/dev/null 2>&1 || apt_install default-jdk-headless
 command -v memcached >/dev/null 2>&1 || apt_install memcached
