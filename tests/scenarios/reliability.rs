@@ -18,6 +18,19 @@ fn policy(limit: u32) -> FailurePolicy {
     FailurePolicy::new(limit, HOUR, false)
 }
 
+/// A memcached behind a fault proxy, and a client of one pooled connection to it through the
+/// proxy that marks the server down after `limit` failures (0: never).
+fn proxied<C: Api>(limit: u32) -> (Memcached, FaultProxy, C) {
+    let m = Memcached::start(LO, 0, "");
+    let p = FaultProxy::start(m.sock());
+    let c = build::<C>(|b| {
+        b.servers(vec![Server::new("127.0.0.1", p.addr.port())])
+            .pool_size(1)
+            .failure_policy(policy(limit))
+    });
+    (m, p, c)
+}
+
 /// Connections the server has open, other than the one asking.
 fn client_conns(m: &Memcached) -> u64 {
     m.stat("curr_connections") - 1
@@ -203,13 +216,7 @@ pub async fn an_add_closed_under_it_is_not_sent_again<C: Api>() {
 }
 
 async fn closed_under<C: Api>(harmful: &[&str]) {
-    let m = Memcached::start(LO, 0, "");
-    let p = FaultProxy::start(m.sock());
-    let c = build::<C>(|b| {
-        b.servers(vec![Server::new("127.0.0.1", p.addr.port())])
-            .pool_size(1)
-            .failure_policy(policy(1))
-    });
+    let (m, p, c) = proxied::<C>(1);
     c.set("k", "v", 0, 0).await.unwrap();
     c.set("n", "10", 0, 0).await.unwrap();
     let harmless = [
@@ -335,13 +342,7 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
 /// request is written: whichever request comes next (get, add, get_multi, set) gets its own
 /// right answer on a new connection, and nothing counts against the server.
 pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
-    let m = Memcached::start(LO, 0, "");
-    let p = FaultProxy::start(m.sock());
-    let c = build::<C>(|b| {
-        b.servers(vec![Server::new("127.0.0.1", p.addr.port())])
-            .pool_size(1)
-            .failure_policy(policy(1))
-    });
+    let (m, p, c) = proxied::<C>(1);
     let key = "stray";
     c.set(key, "right", 0, 0).await.unwrap();
     let strays: [&[u8]; 4] = [
@@ -393,13 +394,7 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
 /// gets its right answer or a Protocol error, never a wrong answer, and the next request its
 /// right answer.
 pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
-    let m = Memcached::start(LO, 0, "");
-    let p = FaultProxy::start(m.sock());
-    let c = build::<C>(|b| {
-        b.servers(vec![Server::new("127.0.0.1", p.addr.port())])
-            .pool_size(1)
-            .failure_policy(policy(0))
-    });
+    let (_server, p, c) = proxied::<C>(0);
     c.set("k", "right", 0, 0).await.unwrap();
     let strays: [&[u8]; 3] = [
         b"END\r\n",
@@ -434,13 +429,7 @@ pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
 /// key not asked for, `END` to a set — is a protocol error; the connection is dropped and the
 /// next request is answered right on a new one.
 pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Api>() {
-    let m = Memcached::start(LO, 0, "");
-    let p = FaultProxy::start(m.sock());
-    let c = build::<C>(|b| {
-        b.servers(vec![Server::new("127.0.0.1", p.addr.port())])
-            .pool_size(1)
-            .failure_policy(policy(0))
-    });
+    let (m, p, c) = proxied::<C>(0);
     let key = "foreign";
     c.set(key, "right", 0, 0).await.unwrap();
     let wrong: [&[u8]; 3] = [
