@@ -87,6 +87,26 @@ macro_rules! membership_methods {
 
 pub(crate) use membership_methods;
 
+/// One storage command with flags and expiry (`set`, `add`, `replace`), for
+/// [`command_methods`].
+macro_rules! storage_method {
+    ($(#[$doc:meta])* $name:ident, $cmd:ident, [$($async:tt $await:tt)?]) => {
+        $(#[$doc])*
+        pub $($async)? fn $name(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
+            flags: u32,
+            exptime: u32,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let (k, v) = (key.as_ref(), value.as_ref());
+            self.store($crate::proto::StoreCommand::$cmd, k, v, (flags, exptime))$(.$await)?
+        }
+    };
+}
+
+pub(crate) use storage_method;
+
 /// Expands, inside `impl Client`, the single-key, multi-write and server-wide commands: `()`
 /// for the blocking client, `(async await)` for the async one. The client provides the helpers
 /// they call, with these names and arguments: `retrieve`, `store`, `delete_on`, `arith`, `on`,
@@ -196,41 +216,18 @@ macro_rules! command_methods {
             self.retrieve(key.as_ref(), true, Some(exptime))$(.$await)?
         }
 
-        /// `set`: store unconditionally. `exptime` 0 = never expires.
-        pub $($async)? fn set(
-            &self,
-            key: impl AsRef<[u8]>,
-            value: impl AsRef<[u8]>,
-            flags: u32,
-            exptime: u32,
-        ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::Set, k, v, (flags, exptime))$(.$await)?
-        }
-
-        /// `add`: store only if absent (`NotStored` otherwise).
-        pub $($async)? fn add(
-            &self,
-            key: impl AsRef<[u8]>,
-            value: impl AsRef<[u8]>,
-            flags: u32,
-            exptime: u32,
-        ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::Add, k, v, (flags, exptime))$(.$await)?
-        }
-
-        /// `replace`: store only if present (`NotStored` otherwise).
-        pub $($async)? fn replace(
-            &self,
-            key: impl AsRef<[u8]>,
-            value: impl AsRef<[u8]>,
-            flags: u32,
-            exptime: u32,
-        ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::Replace, k, v, (flags, exptime))$(.$await)?
-        }
+        $crate::core::api::storage_method!(
+            /// `set`: store unconditionally. `exptime` 0 = never expires.
+            set, Set, [$($async $await)?]
+        );
+        $crate::core::api::storage_method!(
+            /// `add`: store only if absent (`NotStored` otherwise).
+            add, Add, [$($async $await)?]
+        );
+        $crate::core::api::storage_method!(
+            /// `replace`: store only if present (`NotStored` otherwise).
+            replace, Replace, [$($async $await)?]
+        );
 
         /// `append` to an existing value (`NotStored` if absent).
         pub $($async)? fn append(
