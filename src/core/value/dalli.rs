@@ -58,3 +58,11 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
         })?,
     })
 }
+
+pub(super) fn encode(
+    value: &Value,
+    _options: &super::DalliOptions,
+    _max: usize,
+) -> Result<(u32, Vec<u8>), ValueError> {
+    Err(super::unsupported(Codec::Dalli, value, "not written yet"))
+}

@@ -42,12 +42,18 @@ mod dalli;
 mod node;
 mod php;
 mod pylibmc;
+mod serial;
 mod spymemcached;
+mod transcoder;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use compress::Compression;
+pub use transcoder::{
+    DalliCompressor, DalliOptions, DalliSerializer, Encoded, PhpCompression, PhpOptions,
+    PhpSerializer, PylibmcOptions, SpymemcachedOptions, Transcoder,
+};
 
 /// A value as the peer that stored it sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,8 +76,11 @@ pub enum Value {
     /// null / nil / None.
     Null,
     /// A JSON array or object (PHP's JSON serializers, node's JSON values, dalli's JSON
-    /// serializer).
+    /// serializer), or a list or map decoded from a serialization format (pickle, Ruby Marshal,
+    /// PHP serialize) whose every element JSON can hold.
     Json(serde_json::Value),
+    /// A MessagePack value (php-memcached's msgpack serializer), shown as JSON.
+    Msgpack(serde_json::Value),
     /// A serialized value this module does not turn into a value (yet): the decompressed bytes
     /// and their encoding. Never a silent misread.
     Foreign {
@@ -91,7 +100,7 @@ pub enum Value {
 
 impl Value {
     /// The value's kind as the CLI's `--json` output spells it (`string`, `bytes`, `int`,
-    /// `float`, `bool`, `null`, `json`, `foreign`, `unknown`).
+    /// `float`, `bool`, `null`, `json`, `msgpack`, `foreign`, `unknown`).
     pub fn kind(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
@@ -101,6 +110,7 @@ impl Value {
             Value::Bool(_) => "bool",
             Value::Null => "null",
             Value::Json(_) => "json",
+            Value::Msgpack(_) => "msgpack",
             Value::Foreign { .. } => "foreign",
             Value::Unknown { .. } => "unknown",
         }
@@ -231,6 +241,25 @@ pub enum ValueError {
         /// What went wrong.
         detail: String,
     },
+    /// A value the codec's peer cannot store (a big integer for PHP, null for spymemcached, a
+    /// float for the raw codec...). Choose another type or codec.
+    #[error("{codec} cannot store a {kind} value: {detail}")]
+    Unsupported {
+        /// The codec used.
+        codec: Codec,
+        /// The value's kind ([`Value::kind`]).
+        kind: &'static str,
+        /// Why, and what to do instead.
+        detail: String,
+    },
+    /// A decoded value of another type than the one asked for (`get_as::<i64>` on a string).
+    #[error("expected a {expected} value, found {found}")]
+    Type {
+        /// The type asked for.
+        expected: &'static str,
+        /// The value's kind ([`Value::kind`]), or a description of why it does not fit.
+        found: String,
+    },
     /// A payload that does not hold what its flags say.
     #[error("{codec} flags {flags:#x}: {detail}")]
     Malformed {
@@ -267,6 +296,60 @@ pub fn decode(
         Codec::Dalli => dalli::decode(flags, payload, max_value),
         Codec::Spymemcached => spymemcached::decode(flags, payload, max_value),
         Codec::NodeMemcached => node::decode(flags, payload),
+    }
+}
+
+/// Encodes `value` as `codec`'s peer stores a value of that type with the settings in `t`:
+/// the flags and the payload to send. See [`Transcoder::encode`].
+pub(crate) fn encode(
+    t: &Transcoder,
+    value: &Value,
+    max_value: usize,
+) -> Result<Encoded, ValueError> {
+    let (flags, bytes) = match t.codec() {
+        Codec::Raw => raw_encode(value)?,
+        Codec::PhpMemcached => php::encode(value, t.php_options(), max_value)?,
+        Codec::Pylibmc => pylibmc::encode(value, t.pylibmc_options(), max_value)?,
+        Codec::Dalli => dalli::encode(value, t.dalli_options(), max_value)?,
+        Codec::Spymemcached => spymemcached::encode(value, t.spymemcached_options(), max_value)?,
+        Codec::NodeMemcached => node::encode(value)?,
+    };
+    if bytes.len() > max_value {
+        return Err(ValueError::TooLarge {
+            size: bytes.len() as u64,
+            max: max_value,
+        });
+    }
+    Ok(Encoded { flags, bytes })
+}
+
+/// The raw codec stores bytes with flags 0: text and bytes as they are, integers in decimal
+/// (what `incr` reads), JSON as its text. A float, bool or null has no spelling every reader
+/// agrees on, so it is refused rather than guessed.
+fn raw_encode(value: &Value) -> Result<(u32, Vec<u8>), ValueError> {
+    Ok(match value {
+        Value::String(s) => (0, s.as_bytes().to_vec()),
+        Value::Bytes(b) => (0, b.clone()),
+        Value::Int(i) => (0, i.to_string().into_bytes()),
+        Value::BigInt(d) => (0, d.as_bytes().to_vec()),
+        Value::Json(j) | Value::Msgpack(j) => (0, j.to_string().into_bytes()),
+        Value::Foreign { bytes, .. } => (0, bytes.clone()),
+        Value::Unknown { flags, bytes } => (*flags, bytes.clone()),
+        other => {
+            return Err(unsupported(
+                Codec::Raw,
+                other,
+                "the raw codec stores bytes; format the value as text, or choose a peer's codec",
+            ));
+        }
+    })
+}
+
+pub(crate) fn unsupported(codec: Codec, value: &Value, detail: impl Into<String>) -> ValueError {
+    ValueError::Unsupported {
+        codec,
+        kind: value.kind(),
+        detail: detail.into(),
     }
 }
 

@@ -92,3 +92,11 @@ fn js_number(data: &[u8]) -> f64 {
         .and_then(|s| s.parse::<f64>().ok())
         .unwrap_or(f64::NAN)
 }
+
+pub(super) fn encode(value: &Value) -> Result<(u32, Vec<u8>), ValueError> {
+    Err(super::unsupported(
+        Codec::NodeMemcached,
+        value,
+        "not written yet",
+    ))
+}

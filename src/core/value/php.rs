@@ -104,3 +104,15 @@ fn double(data: &[u8]) -> Option<f64> {
     }
     std::str::from_utf8(data).ok()?.parse::<f64>().ok()
 }
+
+pub(super) fn encode(
+    value: &Value,
+    _options: &super::PhpOptions,
+    _max: usize,
+) -> Result<(u32, Vec<u8>), ValueError> {
+    Err(super::unsupported(
+        Codec::PhpMemcached,
+        value,
+        "not written yet",
+    ))
+}

@@ -80,3 +80,11 @@ fn python_int(data: &[u8]) -> Option<Value> {
     text.extend(body.iter().copied().filter(|&b| b != b'_'));
     decimal_integer(&text)
 }
+
+pub(super) fn encode(
+    value: &Value,
+    _options: &super::PylibmcOptions,
+    _max: usize,
+) -> Result<(u32, Vec<u8>), ValueError> {
+    Err(super::unsupported(Codec::Pylibmc, value, "not written yet"))
+}

@@ -68,3 +68,15 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
 fn long(data: &[u8]) -> u64 {
     data.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
 }
+
+pub(super) fn encode(
+    value: &Value,
+    _options: &super::SpymemcachedOptions,
+    _max: usize,
+) -> Result<(u32, Vec<u8>), ValueError> {
+    Err(super::unsupported(
+        Codec::Spymemcached,
+        value,
+        "not written yet",
+    ))
+}
