@@ -298,8 +298,18 @@ fn main() {
             .build()
             .unwrap();
         let items: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), &value[..])).collect();
-        assert!(a4.set_multi(&items, 0, 0).await.iter().all(|r| r.is_ok()));
-        assert!(a1.set_multi(&items, 0, 0).await.iter().all(|r| r.is_ok()));
+        assert!(
+            a4.set_multi(&items, 0, memshard::Expiry::NEVER)
+                .await
+                .iter()
+                .all(|r| r.is_ok())
+        );
+        assert!(
+            a1.set_multi(&items, 0, memshard::Expiry::NEVER)
+                .await
+                .iter()
+                .all(|r| r.is_ok())
+        );
         let mux = Mux::connect(one_port).await;
         let p1 = peer1(one_port, 8).await;
         let p2 = peer2(one_port, 8).await;
@@ -395,14 +405,16 @@ fn main() {
                 per_call(n, |i| {
                     let (c, k, v) = (&a1, &keys[i % 1000], &value);
                     async move {
-                        c.set(k, v, 0, 0).await.unwrap();
+                        c.set(k, v, memshard::Expiry::NEVER).await.unwrap();
                     }
                 })
                 .await,
                 {
                     let t = Instant::now();
                     for i in 0..n {
-                        blocking1.set(&keys[i % 1000], &value, 0, 0).unwrap();
+                        blocking1
+                            .set(&keys[i % 1000], &value, memshard::Expiry::NEVER)
+                            .unwrap();
                     }
                     t.elapsed().as_secs_f64() * 1e6 / n as f64
                 },

@@ -83,7 +83,7 @@ fn client_benches(c: &mut Criterion) {
     let value = vec![b'x'; 100];
     let keys: Vec<String> = (0..100).map(|i| format!("bench:{i}")).collect();
     for k in &keys {
-        client.set(k, &value, 0, 0).expect("set");
+        client.set(k, &value, memshard::Expiry::NEVER).expect("set");
     }
 
     let mut g = c.benchmark_group("client");
@@ -91,7 +91,13 @@ fn client_benches(c: &mut Criterion) {
         b.iter(|| black_box(client.get(black_box("bench:7")).expect("get")))
     });
     g.bench_function("set", |b| {
-        b.iter(|| black_box(client.set(black_box("bench:7"), &value, 0, 0).expect("set")))
+        b.iter(|| {
+            black_box(
+                client
+                    .set(black_box("bench:7"), &value, memshard::Expiry::NEVER)
+                    .expect("set"),
+            )
+        })
     });
     g.bench_function("get_multi_100_over_4", |b| {
         b.iter(|| black_box(client.get_multi(black_box(&keys))))

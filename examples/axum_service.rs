@@ -44,7 +44,7 @@ async fn get_key(State(client): State<Client>, Path(key): Path<String>) -> Respo
 }
 
 async fn put_key(State(client): State<Client>, Path(key): Path<String>, body: Bytes) -> Response {
-    match client.set(&key, &body, 0, 0).await {
+    match client.set(&key, &body, memshard::Expiry::NEVER).await {
         Ok(StoreOutcome::Stored) => StatusCode::NO_CONTENT.into_response(),
         Ok(other) => (StatusCode::CONFLICT, format!("{other:?}\n")).into_response(),
         Err(e) => error(e),

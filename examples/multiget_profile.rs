@@ -13,7 +13,7 @@ fn main() -> Result<(), memshard::Error> {
         .build()?;
     let keys: Vec<String> = (0..100).map(|i| format!("profile:{i}")).collect();
     for k in &keys {
-        client.set(k, vec![b'x'; 100], 0, 0)?;
+        client.set(k, vec![b'x'; 100], memshard::Expiry::NEVER)?;
     }
     let rounds: usize = std::env::var("ROUNDS")
         .ok()

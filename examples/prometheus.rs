@@ -19,7 +19,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .server_list(&servers.join("\n"))?
         .build()?;
     for i in 0..1000 {
-        client.set(format!("prom:{i}"), "value", 0, 60)?;
+        client.set(
+            format!("prom:{i}"),
+            "value",
+            std::time::Duration::from_secs(60),
+        )?;
         client.get(format!("prom:{}", i * 2))?;
     }
     print!("{}", handle.render());

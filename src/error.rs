@@ -150,6 +150,20 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
+    /// A value that could not be encoded for, or decoded from, the codec's peer (a type the
+    /// peer cannot store, a payload that does not hold what its flags say, a decoded value of
+    /// another type than asked for). For a read, the item is still on the server: read it
+    /// with `get` to see the raw bytes and flags.
+    #[cfg(feature = "codecs")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+    #[error("value of key {key:?}: {source}")]
+    Value {
+        /// The key, lossily decoded for display.
+        key: String,
+        /// What the codec found.
+        #[source]
+        source: crate::value::ValueError,
+    },
     /// No connection could be had from `server`'s pool in time.
     #[error("no connection to {server} within the checkout timeout: {message}; {hint}", hint = if *exhausted { "every pooled connection was busy: raise pool_size or checkout_timeout" } else { "the server did not accept a connection" })]
     Pool {

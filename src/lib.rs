@@ -30,7 +30,7 @@
 //! ```no_run
 //! use memshard::{Client, StoreOutcome};
 //! let client = Client::builder().server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?.build()?;
-//! assert_eq!(client.set("k", "v", 0, 300)?, StoreOutcome::Stored);
+//! assert_eq!(client.set("k", "v", std::time::Duration::from_secs(300))?, StoreOutcome::Stored);
 //! let values = client.get_multi(&["k", "other"]); // one request per server, in parallel
 //! assert_eq!(values[0].as_ref().unwrap().as_ref().unwrap().value, b"v");
 //! # Ok::<(), memshard::Error>(())
@@ -107,6 +107,7 @@ pub use crate::core::value;
 
 pub use crate::blocking::{Client, Replicated};
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
+pub use crate::core::expiry::Expiry;
 pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use crate::core::settings::Builder;
 pub use error::{Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError};

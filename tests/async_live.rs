@@ -133,12 +133,21 @@ async fn every_future_is_send() {
     let Some(c) = cluster() else { return };
     let m = aclient(&c.server_list());
     let k = "aio:send:1";
-    assert_eq!(assert_send(m.set_multi(&[(k, "v")], 0, 0)).await.len(), 1);
+    assert_eq!(
+        assert_send(m.set_multi(&[(k, "v")], 0, memshard::Expiry::NEVER))
+            .await
+            .len(),
+        1
+    );
     assert_eq!(assert_send(m.get_multi(&[k])).await.len(), 1);
     assert_eq!(assert_send(m.delete_multi(&[k])).await.len(), 1);
-    assert_send(m.set(k, "v", 0, 0)).await.unwrap();
+    assert_send(m.set(k, "v", memshard::Expiry::NEVER))
+        .await
+        .unwrap();
     assert_send(m.get(k)).await.unwrap();
-    assert_send(m.gats(k, 0)).await.unwrap();
+    assert_send(m.gats(k, memshard::Expiry::NEVER))
+        .await
+        .unwrap();
     assert_send(m.incr(k, 1)).await.ok();
     assert_send(m.delete(k)).await.unwrap();
     assert_send(m.stats(None)).await;
@@ -159,12 +168,12 @@ async fn placement_equals_libmemcached() {
     let value = |i: usize| format!("v{i}");
     for (i, k) in keys[..200].iter().enumerate() {
         assert_eq!(
-            m.set(k, value(i), 0, 0).await.unwrap(),
+            m.set(k, value(i), memshard::Expiry::NEVER).await.unwrap(),
             StoreOutcome::Stored
         );
     }
     let batch: Vec<(&str, String)> = (200..400).map(|i| (keys[i].as_str(), value(i))).collect();
-    let stored = m.set_multi(&batch, 0, 0).await;
+    let stored = m.set_multi(&batch, 0, memshard::Expiry::NEVER).await;
     assert_eq!(stored.len(), 200);
     assert!(
         stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
@@ -243,7 +252,7 @@ async fn auto_eject_routes_like_the_blocking_client_and_libmemcached() {
     let items: Vec<(String, String)> = (0..moved.len())
         .map(|i| (moved[i].clone(), written("async", i)))
         .collect();
-    let stored = a.set_multi(&items, 0, 0).await;
+    let stored = a.set_multi(&items, 0, memshard::Expiry::NEVER).await;
     assert_eq!(stored.len(), moved.len());
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     assert_placed_like_libmemcached(&live.servers, &live.server_list(), "", &moved, |i| {
@@ -253,9 +262,10 @@ async fn auto_eject_routes_like_the_blocking_client_and_libmemcached() {
         .map(|i| (moved[i].clone(), written("blocking", i)))
         .collect();
     let b2 = b.clone();
-    let stored = tokio::task::spawn_blocking(move || b2.set_multi(&items, 0, 0))
-        .await
-        .unwrap();
+    let stored =
+        tokio::task::spawn_blocking(move || b2.set_multi(&items, 0, memshard::Expiry::NEVER))
+            .await
+            .unwrap();
     assert_eq!(stored.len(), moved.len());
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     assert_placed_like_libmemcached(&live.servers, &live.server_list(), "", &moved, |i| {
@@ -295,7 +305,7 @@ async fn interop_with_the_blocking_client() {
         .map(|i| (format!("interop:a:{i}:中文"), format!("from-async-{i}")))
         .collect();
     let (b2, fb) = (b.clone(), from_blocking.clone());
-    let stored = tokio::task::spawn_blocking(move || b2.set_multi(&fb, 5, 0))
+    let stored = tokio::task::spawn_blocking(move || b2.set_multi(&fb, 5, memshard::Expiry::NEVER))
         .await
         .unwrap();
     assert_eq!(stored.len(), from_blocking.len());
@@ -316,7 +326,7 @@ async fn interop_with_the_blocking_client() {
         assert_eq!(a.get(k).await.unwrap().unwrap().value, v.as_bytes());
         read += 1;
     }
-    let stored = a.set_multi(&from_async, 6, 0).await;
+    let stored = a.set_multi(&from_async, 6, memshard::Expiry::NEVER).await;
     assert_eq!(stored.len(), from_async.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let (b2, fa) = (b.clone(), from_async.clone());
@@ -460,7 +470,8 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
                     let mut read: Read = Vec::new();
                     match op {
                         0..=3 => {
-                            c2.set(&key, value_for(&key, ver), 0, 0).await?;
+                            c2.set(&key, value_for(&key, ver), memshard::Expiry::NEVER)
+                                .await?;
                         }
                         4..=7 => {
                             if let Some(item) = c2.get(&key).await? {
@@ -522,7 +533,9 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
             for (k, key) in keys.iter().enumerate() {
                 version += 1;
                 sent[k].push(version);
-                let set = client.set(key, value_for(key, version), 0, 0).await;
+                let set = client
+                    .set(key, value_for(key, version), memshard::Expiry::NEVER)
+                    .await;
                 match (set, client.get(key).await) {
                     (Ok(StoreOutcome::Stored), Ok(Some(item))) => {
                         check(k, &item.value, &sent);
@@ -730,7 +743,7 @@ async fn servers_added_and_removed_under_concurrent_load() {
         .unwrap();
     let keys: Arc<Vec<String>> = Arc::new((0..20_000).map(|i| format!("amember:{i}")).collect());
     let items: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), member_value(k))).collect();
-    let stored = client.set_multi(&items, 0, 0).await;
+    let stored = client.set_multi(&items, 0, memshard::Expiry::NEVER).await;
     assert_eq!(stored.len(), items.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let conns_before = ms[0].stat("total_connections");
@@ -787,7 +800,7 @@ async fn servers_added_and_removed_under_concurrent_load() {
     );
 
     // refill, then remove the second server under load, from a thread outside the runtime
-    let stored = client.set_multi(&items, 0, 0).await;
+    let stored = client.set_multi(&items, 0, memshard::Expiry::NEVER).await;
     assert_eq!(stored.len(), items.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let mut without = five.clone();

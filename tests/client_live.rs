@@ -37,7 +37,7 @@ fn client_is_shared_across_threads() {
             s.spawn(move || {
                 for i in 0..200 {
                     let k = format!("thread:{t}:{i}");
-                    m.set(&k, &k, 0, 0).unwrap();
+                    m.set(&k, &k, memshard::Expiry::NEVER).unwrap();
                     assert_eq!(m.get(&k).unwrap().unwrap().value, k.as_bytes());
                 }
             });

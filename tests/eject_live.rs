@@ -574,7 +574,7 @@ fn twemproxy_round(round: usize, weights: &[u32], names: bool, dead: usize, warm
         .enumerate()
         .map(|(i, k)| (k.clone(), format!("ms-{round}-{i}").into_bytes()))
         .collect();
-    let stored = client.set_multi(&values, 0, 0);
+    let stored = client.set_multi(&values, 0, memshard::Expiry::NEVER);
     assert_eq!(
         stored.len(),
         values.len(),
@@ -655,7 +655,10 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         .partition(|k| client.ring().route(k) == Some(dead));
     assert!(dead_keys.len() >= 20 && live_keys.len() >= 250);
     for k in &keys {
-        assert_eq!(client.set(k, k, 0, 0).unwrap(), StoreOutcome::Stored);
+        assert_eq!(
+            client.set(k, k, memshard::Expiry::NEVER).unwrap(),
+            StoreOutcome::Stored
+        );
     }
 
     // Kill it; its port is then taken by a recorder that accepts, records the request line
@@ -675,7 +678,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         let r = if i % 2 == 0 {
             client.get(k).map(|_| ())
         } else {
-            client.set(k, "x", 0, 0).map(|_| ())
+            client.set(k, "x", memshard::Expiry::NEVER).map(|_| ())
         };
         let took = t.elapsed();
         recorded_at.push(recorder.lines().len());
@@ -729,7 +732,9 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         for op in 0..2 {
             live_ops += 1;
             let r = if op == 0 {
-                client.set(k, format!("v{i}"), 0, 0).map(|_| ())
+                client
+                    .set(k, format!("v{i}"), memshard::Expiry::NEVER)
+                    .map(|_| ())
             } else {
                 match client.get(k) {
                     Ok(Some(item)) if item.value == format!("v{i}").as_bytes() => Ok(()),
@@ -773,7 +778,10 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         || format!("down: {:?}", client.down_servers()),
     );
     for k in &dead_keys {
-        assert_eq!(client.set(k, "back", 0, 0).unwrap(), StoreOutcome::Stored);
+        assert_eq!(
+            client.set(k, "back", memshard::Expiry::NEVER).unwrap(),
+            StoreOutcome::Stored
+        );
         assert_eq!(client.get(k).unwrap().unwrap().value, b"back");
     }
     for k in &dead_keys {
@@ -845,7 +853,10 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
         .collect();
     assert!(stopped_keys.len() >= 20);
     for k in &keys {
-        assert_eq!(client.set(k, "before", 0, 0).unwrap(), StoreOutcome::Stored);
+        assert_eq!(
+            client.set(k, "before", memshard::Expiry::NEVER).unwrap(),
+            StoreOutcome::Stored
+        );
     }
 
     mems[stopped].signal("STOP");
@@ -935,7 +946,7 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
     // Every key is served: writes, then reads, and each value sits on its live owner.
     let mut op_errors = 0;
     for (i, k) in keys.iter().enumerate() {
-        match client.set(k, format!("during-{i}"), 0, 0) {
+        match client.set(k, format!("during-{i}"), memshard::Expiry::NEVER) {
             Ok(StoreOutcome::Stored) => {}
             other => {
                 op_errors += 1;
@@ -982,7 +993,10 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
         || format!("down: {:?}", client.down_servers()),
     );
     for k in &stopped_keys {
-        assert_eq!(client.set(k, "after", 0, 0).unwrap(), StoreOutcome::Stored);
+        assert_eq!(
+            client.set(k, "after", memshard::Expiry::NEVER).unwrap(),
+            StoreOutcome::Stored
+        );
         assert_eq!(client.get(k).unwrap().unwrap().value, b"after");
     }
     let held = mems[stopped].text().get_many(&stopped_keys);

@@ -261,7 +261,7 @@ fn memshard_reads(m: &Client, items: &[Pair]) -> ReadBack {
 }
 
 fn memshard_sets(m: &Client, items: &[Pair]) {
-    let res = m.set_multi(items, 0, 0);
+    let res = m.set_multi(items, 0, memshard::Expiry::NEVER);
     let bad: Vec<String> = items
         .iter()
         .zip(&res)

@@ -28,7 +28,9 @@ fn metrics_match_server_stats() {
         .map(|s| (s.stat("cmd_get"), s.stat("cmd_set"), s.stat("get_hits")))
         .collect();
     for i in 0..600 {
-        client.set(format!("m:{i}"), "v", 0, 0).unwrap();
+        client
+            .set(format!("m:{i}"), "v", memshard::Expiry::NEVER)
+            .unwrap();
     }
     for i in 0..900 {
         // 600 hits, 300 misses

@@ -369,7 +369,10 @@ fn random_settings_never_panic_either_builder_or_the_ring() {
                 if s.quick() {
                     requests += 1;
                     check_result(&no_panic(what, || c.get("no-panic:k")), what);
-                    check_result(&no_panic(what, || c.set("no-panic:k", "v", 0, 0)), what);
+                    check_result(
+                        &no_panic(what, || c.set("no-panic:k", "v", memshard::Expiry::NEVER)),
+                        what,
+                    );
                     let multi = no_panic(what, || c.get_multi(&["a", "b", "c"]));
                     multi.iter().for_each(|r| check_result(r, what));
                 }
@@ -397,7 +400,7 @@ fn random_settings_never_panic_either_builder_or_the_ring() {
                 let what = what.to_string();
                 let handle = rt.spawn(async move {
                     let get = c.get("no-panic:k").await;
-                    let set = c.set("no-panic:k", "v", 0, 0).await;
+                    let set = c.set("no-panic:k", "v", memshard::Expiry::NEVER).await;
                     let multi = c.get_multi(&["a", "b", "c"]).await;
                     (get, set, multi)
                 });

@@ -33,18 +33,18 @@ enum Api {
 impl Api {
     fn set(&self, k: &str, v: &str) {
         let r = match self {
-            Api::Blocking(c) => c.set(k, v, 0, 0),
+            Api::Blocking(c) => c.set(k, v, memshard::Expiry::NEVER),
             #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set(k, v, 0, 0)),
+            Api::Async(c, rt) => rt.block_on(c.set(k, v, memshard::Expiry::NEVER)),
         };
         r.unwrap_or_else(|e| panic!("set {k}: {e}"));
     }
 
     fn add(&self, k: &str, v: &str) {
         let r = match self {
-            Api::Blocking(c) => c.add(k, v, 0, 0),
+            Api::Blocking(c) => c.add(k, v, memshard::Expiry::NEVER),
             #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.add(k, v, 0, 0)),
+            Api::Async(c, rt) => rt.block_on(c.add(k, v, memshard::Expiry::NEVER)),
         };
         r.unwrap_or_else(|e| panic!("add {k}: {e}"));
     }
@@ -60,9 +60,9 @@ impl Api {
 
     fn set_multi(&self, items: &[(String, String)]) {
         let r = match self {
-            Api::Blocking(c) => c.set_multi(items, 0, 0),
+            Api::Blocking(c) => c.set_multi(items, 0, memshard::Expiry::NEVER),
             #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, 0)),
+            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, memshard::Expiry::NEVER)),
         };
         for (res, (k, _)) in r.into_iter().zip(items) {
             res.unwrap_or_else(|e| panic!("set_multi {k}: {e}"));
@@ -73,7 +73,11 @@ impl Api {
     fn set_multi_noreply(&self, items: &[(String, String)]) {
         match self {
             Api::Blocking(c) => {
-                for (res, (k, _)) in c.set_multi_noreply(items, 0, 0).into_iter().zip(items) {
+                for (res, (k, _)) in c
+                    .set_multi_noreply(items, 0, memshard::Expiry::NEVER)
+                    .into_iter()
+                    .zip(items)
+                {
                     res.unwrap_or_else(|e| panic!("set_multi_noreply {k}: {e}"));
                 }
             }

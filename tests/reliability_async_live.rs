@@ -136,7 +136,12 @@ async fn healthy_keys_keep_flowing_after_an_unreachable_server_is_added() {
             .collect(),
     );
     let items: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
-    assert!(c.set_multi(&items, 0, 0).await.iter().all(|r| r.is_ok()));
+    assert!(
+        c.set_multi(&items, 0, memshard::Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
 
     const TASKS: usize = 32;
     const OPS: usize = 1500;
@@ -227,7 +232,12 @@ async fn healthy_keys_keep_flowing_after_an_unreachable_server_is_added() {
                 .is_some_and(|s| s.addr != dead)
         })
         .collect();
-    assert!(c.set_multi(&moved, 0, 0).await.iter().all(|r| r.is_ok()));
+    assert!(
+        c.set_multi(&moved, 0, memshard::Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
     let after = phase(&c, &keys, Some(&dead)).await;
     let rate = |n: u64, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
     println!(

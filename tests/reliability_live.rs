@@ -170,7 +170,10 @@ fn scale_run(live: &[Memcached], n: usize) -> Scale {
             on_live.len()
         );
         for k in &on_live {
-            assert_eq!(client.set(k, k, 0, 0).unwrap(), StoreOutcome::Stored);
+            assert_eq!(
+                client.set(k, k, memshard::Expiry::NEVER).unwrap(),
+                StoreOutcome::Stored
+            );
             assert_eq!(client.get(k).unwrap().unwrap().value, k.as_bytes());
         }
         let on_dead: Vec<&String> = keys
@@ -205,7 +208,7 @@ fn scale_run(live: &[Memcached], n: usize) -> Scale {
             }
         }
         let items: Vec<(&String, &String)> = mixed.iter().map(|k| (*k, *k)).collect();
-        let set = client.set_multi(&items, 0, 0);
+        let set = client.set_multi(&items, 0, memshard::Expiry::NEVER);
         for (k, r) in mixed.iter().zip(&set) {
             assert_eq!(on_live.contains(k), r.is_ok(), "{k}: {r:?}");
         }
@@ -389,7 +392,7 @@ fn an_exhausted_pool_is_a_typed_error_and_a_returned_connection_wakes_a_waiter()
             .unwrap()
     };
     let client = build(Duration::from_millis(200));
-    client.set("k", "v", 0, 0).unwrap();
+    client.set("k", "v", memshard::Expiry::NEVER).unwrap();
     p.state.set(Mode::Stall);
     std::thread::scope(|s| {
         let holder = std::thread::Builder::new()

@@ -35,7 +35,7 @@ type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
 ///     .pool_size(4)
 ///     .read_timeout(Duration::from_millis(250))
 ///     .build()?; // inside a tokio runtime
-/// let _ = client.set("greeting", "hello", 0, 0).await?;
+/// let _ = client.set("greeting", "hello", memshard::Expiry::NEVER).await?;
 /// assert_eq!(client.get("greeting").await?.unwrap().value, b"hello");
 /// # Ok(()) }
 /// ```

@@ -8,7 +8,7 @@
 //! let client = Client::builder()
 //!     .server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?
 //!     .build()?; // inside a tokio runtime
-//! assert_eq!(client.set("k", "v", 0, 300).await?, StoreOutcome::Stored);
+//! assert_eq!(client.set("k", "v", std::time::Duration::from_secs(300)).await?, StoreOutcome::Stored);
 //! let values = client.get_multi(&["k", "other"]).await; // all servers concurrently
 //! # Ok(()) }
 //! ```

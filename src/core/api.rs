@@ -87,25 +87,122 @@ macro_rules! membership_methods {
 
 pub(crate) use membership_methods;
 
-/// One storage command with flags and expiry (`set`, `add`, `replace`), for
-/// [`command_methods`].
+/// One storage command (`set`, `add`, `replace`) in two forms, for [`command_methods`]: with
+/// flags 0, and `_raw` with the flags given (the escape hatch under the codecs).
 macro_rules! storage_method {
-    ($(#[$doc:meta])* $name:ident, $cmd:ident, [$($async:tt $await:tt)?]) => {
+    ($(#[$doc:meta])* $name:ident, $raw:ident, $cmd:ident, [$($async:tt $await:tt)?]) => {
         $(#[$doc])*
         pub $($async)? fn $name(
             &self,
             key: impl AsRef<[u8]>,
             value: impl AsRef<[u8]>,
+            expiry: impl Into<$crate::Expiry>,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            self.$raw(key, value, 0, expiry)$(.$await)?
+        }
+
+        #[doc = concat!("`", stringify!($name), "` with the client flags `flags` stored beside the value.")]
+        pub $($async)? fn $raw(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
             flags: u32,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
             let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::$cmd, k, v, (flags, exptime))$(.$await)?
+            let meta = (flags, expiry.into().exptime_now());
+            self.store($crate::proto::StoreCommand::$cmd, k, v, meta)$(.$await)?
         }
     };
 }
 
 pub(crate) use storage_method;
+
+/// The typed-value commands (feature `codecs`), for [`command_methods`]: a value encoded and
+/// decoded by the client's codec, or by the one given to a `_with` method.
+macro_rules! value_methods {
+    ($($async:tt $await:tt)?) => {
+        /// `get`, decoded as the client's codec's peer stored it ([`Builder::codec`]); `None`
+        /// on a miss.
+        ///
+        /// [`Builder::codec`]: crate::Builder::codec
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn get_value(
+            &self,
+            key: impl AsRef<[u8]>,
+        ) -> $crate::Result<Option<$crate::value::Value>> {
+            self.get_value_with(&self.core.settings.transcoder, key)$(.$await)?
+        }
+
+        /// `get`, decoded by `codec`.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn get_value_with(
+            &self,
+            codec: impl Into<$crate::value::Transcoder>,
+            key: impl AsRef<[u8]>,
+        ) -> $crate::Result<Option<$crate::value::Value>> {
+            let key = key.as_ref();
+            let item = self.get(key)$(.$await)??;
+            item.map(|item| self.core.decode_item(&codec.into(), key, &item)).transpose()
+        }
+
+        /// `get`, decoded by the client's codec and converted to `T` (`get_as::<i64>(key)`);
+        /// a value of another type is [`ValueError::Type`](crate::value::ValueError::Type).
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn get_as<T: $crate::value::FromValue>(
+            &self,
+            key: impl AsRef<[u8]>,
+        ) -> $crate::Result<Option<T>> {
+            self.get_as_with(&self.core.settings.transcoder, key)$(.$await)?
+        }
+
+        /// `get_as` with `codec`.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn get_as_with<T: $crate::value::FromValue>(
+            &self,
+            codec: impl Into<$crate::value::Transcoder>,
+            key: impl AsRef<[u8]>,
+        ) -> $crate::Result<Option<T>> {
+            let key = key.as_ref();
+            let value = self.get_value_with(codec, key)$(.$await)??;
+            value.map(|v| $crate::core::typed_as(key, v)).transpose()
+        }
+
+        /// `set` of `value` stored as the client's codec's peer stores a value of its type
+        /// (flags and payload from the codec).
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn set_value<T: $crate::value::ToValue + ?Sized>(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: &T,
+            expiry: impl Into<$crate::Expiry>,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            self.set_value_with(&self.core.settings.transcoder, key, value, expiry)$(.$await)?
+        }
+
+        /// `set_value` with `codec`.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn set_value_with<T: $crate::value::ToValue + ?Sized>(
+            &self,
+            codec: impl Into<$crate::value::Transcoder>,
+            key: impl AsRef<[u8]>,
+            value: &T,
+            expiry: impl Into<$crate::Expiry>,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            let key = key.as_ref();
+            let stored = self.core.encode_value(&codec.into(), key, value)?;
+            self.set_raw(key, stored.bytes, stored.flags, expiry)$(.$await)?
+        }
+    };
+}
+
+pub(crate) use value_methods;
 
 /// Expands, inside `impl Client`, the single-key, multi-write and server-wide commands: `()`
 /// for the blocking client, `(async await)` for the async one. The client provides the helpers
@@ -202,8 +299,9 @@ macro_rules! command_methods {
         pub $($async)? fn gat(
             &self,
             key: impl AsRef<[u8]>,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
+            let exptime = expiry.into().exptime_now();
             self.retrieve(key.as_ref(), false, Some(exptime))$(.$await)?
         }
 
@@ -211,22 +309,25 @@ macro_rules! command_methods {
         pub $($async)? fn gats(
             &self,
             key: impl AsRef<[u8]>,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
+            let exptime = expiry.into().exptime_now();
             self.retrieve(key.as_ref(), true, Some(exptime))$(.$await)?
         }
 
+        $crate::core::api::value_methods!($($async $await)?);
+
         $crate::core::api::storage_method!(
-            /// `set`: store unconditionally. `exptime` 0 = never expires.
-            set, Set, [$($async $await)?]
+            /// `set`: store unconditionally, with flags 0.
+            set, set_raw, Set, [$($async $await)?]
         );
         $crate::core::api::storage_method!(
             /// `add`: store only if absent (`NotStored` otherwise).
-            add, Add, [$($async $await)?]
+            add, add_raw, Add, [$($async $await)?]
         );
         $crate::core::api::storage_method!(
             /// `replace`: store only if present (`NotStored` otherwise).
-            replace, Replace, [$($async $await)?]
+            replace, replace_raw, Replace, [$($async $await)?]
         );
 
         /// `append` to an existing value (`NotStored` if absent).
@@ -255,12 +356,24 @@ macro_rules! command_methods {
             &self,
             key: impl AsRef<[u8]>,
             value: impl AsRef<[u8]>,
+            expiry: impl Into<$crate::Expiry>,
+            cas: u64,
+        ) -> $crate::Result<$crate::StoreOutcome> {
+            self.cas_raw(key, value, 0, expiry, cas)$(.$await)?
+        }
+
+        /// `cas` with the client flags `flags` stored beside the value.
+        pub $($async)? fn cas_raw(
+            &self,
+            key: impl AsRef<[u8]>,
+            value: impl AsRef<[u8]>,
             flags: u32,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
             cas: u64,
         ) -> $crate::Result<$crate::StoreOutcome> {
             let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::Cas(cas), k, v, (flags, exptime))$(.$await)?
+            let meta = (flags, expiry.into().exptime_now());
+            self.store($crate::proto::StoreCommand::Cas(cas), k, v, meta)$(.$await)?
         }
 
         /// `delete`.
@@ -286,8 +399,9 @@ macro_rules! command_methods {
         pub $($async)? fn touch(
             &self,
             key: impl AsRef<[u8]>,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::TouchOutcome> {
+            let exptime = expiry.into().exptime_now();
             let r = self.core.route(key.as_ref(), true)?;
             let mut ex = $crate::core::exchange::Single::touch(&r.wire, exptime);
             self.on(&r.member, &mut ex)$(.$await)?
@@ -299,10 +413,10 @@ macro_rules! command_methods {
             &self,
             items: &[(K, V)],
             flags: u32,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
             use $crate::core::exchange::{WriteMany, store_outcome};
-            let batch = self.core.set_batch(items, (flags, exptime));
+            let batch = self.core.set_batch(items, (flags, expiry.into().exptime_now()));
             let sets = |g| WriteMany::new("set_multi", batch.sets(g, false), store_outcome);
             let results = self
                 .each_group(&batch.groups, sets, |ex, r, _| ex.results(r.err().as_ref()))
@@ -336,10 +450,10 @@ macro_rules! command_methods {
             &self,
             items: &[(K, V)],
             flags: u32,
-            exptime: u32,
+            expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<()>> {
             use $crate::core::exchange::NoreplySets;
-            let batch = self.core.set_batch(items, (flags, exptime));
+            let batch = self.core.set_batch(items, (flags, expiry.into().exptime_now()));
             let sets = |g| NoreplySets::new(batch.sets(g, true));
             let results = self
                 .each_group(&batch.groups, sets, |_, r, g| vec![r; g.idx.len()])
@@ -426,13 +540,14 @@ macro_rules! replicated_handle {
                 &self,
                 value: impl AsRef<[u8]>,
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<$crate::Expiry>,
             ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
                 use $crate::proto::StoreCommand;
                 if let Err(e) = self.copies.check() {
                     return vec![Err(e)];
                 }
                 let mut out = Vec::with_capacity(self.copies.copies.len());
+                let exptime = expiry.into().exptime_now();
                 for (m, wire) in &self.copies.copies {
                     let meta = (flags, exptime);
                     let r = self.client.store_on(m, StoreCommand::Set, wire, value.as_ref(), meta);

@@ -23,6 +23,7 @@
 
 pub(crate) mod call;
 pub(crate) mod exchange;
+pub(crate) mod expiry;
 pub(crate) mod failover;
 pub(crate) mod keys;
 pub(crate) mod link;
@@ -120,6 +121,33 @@ impl<P> Core<P> {
             .field("servers", &view.members.len())
             .field("flavor", &view.full.flavor())
             .finish_non_exhaustive()
+    }
+
+    /// `item` (of `key`) decoded by `codec`, capped at the maximum value size.
+    #[cfg(feature = "codecs")]
+    pub(crate) fn decode_item(
+        &self,
+        codec: &crate::value::Transcoder,
+        key: &[u8],
+        item: &crate::Item,
+    ) -> Result<crate::value::Value> {
+        codec
+            .decode(item.flags, &item.value, self.keys.max_value)
+            .map_err(|source| value_error(key, source))
+    }
+
+    /// `value` (for `key`) encoded by `codec`.
+    #[cfg(feature = "codecs")]
+    pub(crate) fn encode_value<T: crate::value::ToValue + ?Sized>(
+        &self,
+        codec: &crate::value::Transcoder,
+        key: &[u8],
+        value: &T,
+    ) -> Result<crate::value::Encoded> {
+        value
+            .to_value()
+            .and_then(|v| codec.encode(&v, self.keys.max_value))
+            .map_err(|source| value_error(key, source))
     }
 
     /// The view in force.
@@ -258,4 +286,21 @@ impl<P> Core<P> {
             near.clear();
         }
     }
+}
+
+#[cfg(feature = "codecs")]
+fn value_error(key: &[u8], source: crate::value::ValueError) -> crate::Error {
+    crate::Error::Value {
+        key: String::from_utf8_lossy(key).into_owned(),
+        source,
+    }
+}
+
+/// A decoded value of `key` as `T`.
+#[cfg(feature = "codecs")]
+pub(crate) fn typed_as<T: crate::value::FromValue>(
+    key: &[u8],
+    v: crate::value::Value,
+) -> Result<T> {
+    T::from_value(v).map_err(|source| value_error(key, source))
 }

@@ -39,6 +39,8 @@ pub(crate) struct Settings {
     pub(crate) rejoin_limit: usize,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCacheConfig>,
+    #[cfg(feature = "codecs")]
+    pub(crate) transcoder: crate::value::Transcoder,
 }
 
 impl Default for Settings {
@@ -62,6 +64,8 @@ impl Default for Settings {
             rejoin_limit: DEFAULT_REJOIN_LIMIT,
             #[cfg(feature = "near-cache")]
             near: None,
+            #[cfg(feature = "codecs")]
+            transcoder: crate::value::Transcoder::default(),
         }
     }
 }
@@ -130,7 +134,7 @@ impl Settings {
 ///     .pool_size(4)
 ///     .read_timeout(Duration::from_millis(250))
 ///     .build()?;
-/// let _ = client.set("greeting", "hello", 0, 0)?;
+/// let _ = client.set("greeting", "hello", memshard::Expiry::NEVER)?;
 /// assert_eq!(client.get("greeting")?.unwrap().value, b"hello");
 /// # Ok::<(), memshard::Error>(())
 /// ```
@@ -328,6 +332,25 @@ impl<C> Builder<C> {
     }
 
     /// An in-process near cache for the keys the config marks (hot keys). Default: off.
+    /// The codec `get_value`, `get_as` and `set_value` use: which peer's way of storing typed
+    /// values to follow, with its settings (default [`Codec::Raw`](crate::value::Codec::Raw):
+    /// bytes as they are). Each call can use another with the `_with` methods.
+    ///
+    /// ```
+    /// use memshard::value::Codec;
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .codec(Codec::PhpMemcached)
+    ///     .build()?;
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    #[cfg(feature = "codecs")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+    pub fn codec(mut self, codec: impl Into<crate::value::Transcoder>) -> Self {
+        self.settings.transcoder = codec.into();
+        self
+    }
+
     #[cfg(feature = "near-cache")]
     #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
     pub fn near_cache(mut self, config: NearCacheConfig) -> Self {

@@ -15,8 +15,8 @@ use memshard::config::PeerConfig;
 use memshard::near::{NearCacheConfig, NearCacheStats};
 use memshard::watch::Watcher;
 use memshard::{
-    DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
-    StoreOutcome, TouchOutcome,
+    DeleteOutcome, Expiry, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server,
+    Stats, StoreOutcome, TouchOutcome,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -138,50 +138,95 @@ pub trait Api: Sized + Clone + Send + Sync + 'static {
 
     async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>>;
     async fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>>;
-    async fn gat(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>>;
-    async fn gats(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>>;
-    async fn set(
+    async fn gat(
+        &self,
+        key: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<Option<Item>>;
+    async fn gats(
+        &self,
+        key: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<Option<Item>>;
+    async fn set_raw(
         &self,
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome>;
+    async fn set(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.set_raw(key, value, 0, expiry).await
+    }
+    async fn add_raw(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
     ) -> Result<StoreOutcome>;
     async fn add(
         &self,
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.add_raw(key, value, 0, expiry).await
+    }
+    async fn replace_raw(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
     ) -> Result<StoreOutcome>;
     async fn replace(
         &self,
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
-        flags: u32,
-        exptime: u32,
-    ) -> Result<StoreOutcome>;
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.replace_raw(key, value, 0, expiry).await
+    }
     async fn append(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<StoreOutcome>;
     async fn prepend(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>)
     -> Result<StoreOutcome>;
-    async fn cas(
+    async fn cas_raw(
         &self,
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
         cas: u64,
     ) -> Result<StoreOutcome>;
+    async fn cas(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+        cas: u64,
+    ) -> Result<StoreOutcome> {
+        self.cas_raw(key, value, 0, expiry, cas).await
+    }
     async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome>;
     async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>>;
     async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>>;
-    async fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome>;
+    async fn touch(
+        &self,
+        key: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<TouchOutcome>;
     async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>>;
     async fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         &self,
         items: &[(K, V)],
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
     ) -> Vec<Result<StoreOutcome>>;
     async fn delete_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>>;
     async fn version(&self) -> Vec<(Server, Result<String>)>;
@@ -216,7 +261,7 @@ pub trait ParityApi: Api<Builder: ParitySettings> {
         &self,
         items: &[(K, V)],
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
     ) -> Vec<Result<()>>;
     fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher;
     fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher;
@@ -229,7 +274,7 @@ pub trait ParityApi: Api<Builder: ParitySettings> {
         n: usize,
         value: &[u8],
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
     ) -> Vec<Result<StoreOutcome>>;
     async fn replicated_get(&self, key: &[u8], n: usize) -> Result<Option<Item>>;
     async fn replicated_delete(&self, key: &[u8], n: usize) -> Vec<Result<DeleteOutcome>>;
@@ -250,10 +295,10 @@ impl<C: ParityApi> Replicated<'_, C> {
         &self,
         value: impl AsRef<[u8]>,
         flags: u32,
-        exptime: u32,
+        expiry: impl Into<memshard::Expiry>,
     ) -> Vec<Result<StoreOutcome>> {
         self.client
-            .replicated_set(&self.key, self.n, value.as_ref(), flags, exptime)
+            .replicated_set(&self.key, self.n, value.as_ref(), flags, expiry)
             .await
     }
     pub async fn get(&self) -> Result<Option<Item>> {
@@ -282,38 +327,38 @@ macro_rules! impl_api {
             async fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
                 <$client>::gets(self, key) $($aw)*
             }
-            async fn gat(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
-                <$client>::gat(self, key, exptime) $($aw)*
+            async fn gat(&self, key: impl AsRef<[u8]>, expiry: impl Into<memshard::Expiry>) -> Result<Option<Item>> {
+                <$client>::gat(self, key, expiry) $($aw)*
             }
-            async fn gats(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<Option<Item>> {
-                <$client>::gats(self, key, exptime) $($aw)*
+            async fn gats(&self, key: impl AsRef<[u8]>, expiry: impl Into<memshard::Expiry>) -> Result<Option<Item>> {
+                <$client>::gats(self, key, expiry) $($aw)*
             }
-            async fn set(
+            async fn set_raw(
                 &self,
                 key: impl AsRef<[u8]>,
                 value: impl AsRef<[u8]>,
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
             ) -> Result<StoreOutcome> {
-                <$client>::set(self, key, value, flags, exptime) $($aw)*
+                <$client>::set_raw(self, key, value, flags, expiry) $($aw)*
             }
-            async fn add(
+            async fn add_raw(
                 &self,
                 key: impl AsRef<[u8]>,
                 value: impl AsRef<[u8]>,
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
             ) -> Result<StoreOutcome> {
-                <$client>::add(self, key, value, flags, exptime) $($aw)*
+                <$client>::add_raw(self, key, value, flags, expiry) $($aw)*
             }
-            async fn replace(
+            async fn replace_raw(
                 &self,
                 key: impl AsRef<[u8]>,
                 value: impl AsRef<[u8]>,
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
             ) -> Result<StoreOutcome> {
-                <$client>::replace(self, key, value, flags, exptime) $($aw)*
+                <$client>::replace_raw(self, key, value, flags, expiry) $($aw)*
             }
             async fn append(
                 &self,
@@ -329,15 +374,15 @@ macro_rules! impl_api {
             ) -> Result<StoreOutcome> {
                 <$client>::prepend(self, key, value) $($aw)*
             }
-            async fn cas(
+            async fn cas_raw(
                 &self,
                 key: impl AsRef<[u8]>,
                 value: impl AsRef<[u8]>,
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
                 cas: u64,
             ) -> Result<StoreOutcome> {
-                <$client>::cas(self, key, value, flags, exptime, cas) $($aw)*
+                <$client>::cas_raw(self, key, value, flags, expiry, cas) $($aw)*
             }
             async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
                 <$client>::delete(self, key) $($aw)*
@@ -348,8 +393,8 @@ macro_rules! impl_api {
             async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
                 <$client>::decr(self, key, delta) $($aw)*
             }
-            async fn touch(&self, key: impl AsRef<[u8]>, exptime: u32) -> Result<TouchOutcome> {
-                <$client>::touch(self, key, exptime) $($aw)*
+            async fn touch(&self, key: impl AsRef<[u8]>, expiry: impl Into<memshard::Expiry>) -> Result<TouchOutcome> {
+                <$client>::touch(self, key, expiry) $($aw)*
             }
             async fn get_multi<K: AsRef<[u8]> + Sync>(
                 &self,
@@ -361,9 +406,9 @@ macro_rules! impl_api {
                 &self,
                 items: &[(K, V)],
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
             ) -> Vec<Result<StoreOutcome>> {
-                <$client>::set_multi(self, items, flags, exptime) $($aw)*
+                <$client>::set_multi(self, items, flags, expiry) $($aw)*
             }
             async fn delete_multi<K: AsRef<[u8]> + Sync>(
                 &self,
@@ -420,9 +465,9 @@ macro_rules! impl_parity_api {
                 &self,
                 items: &[(K, V)],
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
             ) -> Vec<Result<()>> {
-                <$client>::set_multi_noreply(self, items, flags, exptime) $($aw)*
+                <$client>::set_multi_noreply(self, items, flags, expiry) $($aw)*
             }
             fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher {
                 <$client>::watch_server_file(self, path, interval)
@@ -439,9 +484,9 @@ macro_rules! impl_parity_api {
                 n: usize,
                 value: &[u8],
                 flags: u32,
-                exptime: u32,
+                expiry: impl Into<memshard::Expiry>,
             ) -> Vec<Result<StoreOutcome>> {
-                <$client>::replicated(self, key, n).set(value, flags, exptime) $($aw)*
+                <$client>::replicated(self, key, n).set(value, flags, expiry) $($aw)*
             }
             async fn replicated_get(&self, key: &[u8], n: usize) -> Result<Option<Item>> {
                 <$client>::replicated(self, key, n).get() $($aw)*

@@ -28,7 +28,12 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
     let items: Vec<(String, String)> = (0..400)
         .map(|i| (format!("{i}:eject"), format!("v{i}")))
         .collect();
-    assert!(m.set_multi(&items, 0, 0).await.iter().all(|r| r.is_ok()));
+    assert!(
+        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
     assert_placed(&refs(&c.servers), &full, &items, same, same);
 
     let victim = c.servers[2].addr();
@@ -89,7 +94,7 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
         .map(|(k, _)| (k.clone(), format!("{k}=moved")))
         .collect();
     assert!(!moved.is_empty());
-    let stored = m.set_multi(&moved, 0, 0).await;
+    let stored = m.set_multi(&moved, 0, memshard::Expiry::NEVER).await;
     assert!(
         stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
         "{stored:?}"
@@ -114,7 +119,7 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
         .iter()
         .map(|(k, _)| (k.clone(), format!("{k}=back")))
         .collect();
-    let stored = m.set_multi(&back, 0, 0).await;
+    let stored = m.set_multi(&back, 0, memshard::Expiry::NEVER).await;
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     // the keys that never moved: on their owner alone; the victim's: on it again (the copies
     // written on the live ring while it was out stay there, unread)
@@ -189,7 +194,7 @@ pub async fn a_down_server_fails_fast_without_a_connection_attempt<C: Api>() {
     assert_eq!(down.len(), 1);
     assert_eq!(down[0].addr, dead_addr);
     let items: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), format!("{k}!"))).collect();
-    let set = m.set_multi(&items, 0, 0).await;
+    let set = m.set_multi(&items, 0, memshard::Expiry::NEVER).await;
     let got = m.get_multi(&keys).await;
     let del = m.delete_multi(&keys[..20]).await;
     assert_eq!((set.len(), got.len(), del.len()), (200, 200, 20));
@@ -255,7 +260,7 @@ pub async fn a_refused_server_fails_at_once_and_the_healthy_keys_come_back<C: Ap
         .map(|k| (k.clone(), k.clone()))
         .collect();
     for (k, v) in &healthy {
-        m.set(k, v, 0, 0).await.unwrap();
+        m.set(k, v, memshard::Expiry::NEVER).await.unwrap();
     }
     // failure_limit 2 (the default): rounds 1 and 2 each count one failure, round 3 fails fast
     for round in 1..=3 {
@@ -286,7 +291,10 @@ pub async fn a_refused_server_fails_at_once_and_the_healthy_keys_come_back<C: Ap
     // a multi-set: the same, healthy keys stored
     let items: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "w")).collect();
     let fresh = build::<C>(settings);
-    for (k, r) in keys.iter().zip(fresh.set_multi(&items, 0, 0).await) {
+    for (k, r) in keys
+        .iter()
+        .zip(fresh.set_multi(&items, 0, memshard::Expiry::NEVER).await)
+    {
         match r {
             Ok(StoreOutcome::Stored) => assert!(!on_dead(k), "{k}"),
             Err(Error::Io {
@@ -326,8 +334,12 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
             .read_timeout(Duration::from_millis(200))
             .failure_policy(never_down)
     });
-    m.set("counter", "1000", 0, 0).await.unwrap();
-    m.set("other", "other-value", 0, 0).await.unwrap();
+    m.set("counter", "1000", memshard::Expiry::NEVER)
+        .await
+        .unwrap();
+    m.set("other", "other-value", memshard::Expiry::NEVER)
+        .await
+        .unwrap();
     s.signal("STOP");
     // the reply never comes while the server is stopped: only the client's read timer ends this
     let r = m.incr("counter", 1).await;
@@ -346,7 +358,7 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
             .read_timeout(Duration::from_millis(150))
             .failure_policy(never_down)
     });
-    m.set("k", "v", 0, 0).await.unwrap();
+    m.set("k", "v", memshard::Expiry::NEVER).await.unwrap();
     p.state.set(Mode::Stall);
     let r = m.get("k").await;
     assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");

@@ -27,7 +27,12 @@ pub async fn set_servers_adds_a_server<C: Api>() {
     let items: Vec<(String, String)> = (0..1000)
         .map(|i| (format!("{i}:member"), format!("m{i}")))
         .collect();
-    assert!(m.set_multi(&items, 0, 0).await.iter().all(|r| r.is_ok()));
+    assert!(
+        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
     let before = m.ring();
     assert_placed(&refs(&c.servers[..3]), &before, &items, same, same);
 
@@ -59,7 +64,12 @@ pub async fn set_servers_adds_a_server<C: Api>() {
         .iter()
         .map(|(k, v)| (k.clone(), format!("{v}+")))
         .collect();
-    assert!(m.set_multi(&again, 0, 0).await.iter().all(|r| r.is_ok()));
+    assert!(
+        m.set_multi(&again, 0, memshard::Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
     // the old copies of the moved keys are still on their old servers: check the new ones only
     let moved_items: Vec<(String, String)> = again
         .iter()
@@ -124,7 +134,12 @@ pub async fn a_server_file_watcher_follows_the_file<C: ParityApi>() {
     let items: Vec<(String, String)> = (0..100)
         .map(|i| (format!("{i}:watched"), format!("w{i}")))
         .collect();
-    assert!(m.set_multi(&items, 0, 0).await.iter().all(|r| r.is_ok()));
+    assert!(
+        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
     let per_server = assert_placed(&refs(&ms), &m.ring(), &items, same, same);
     assert_eq!(per_server.len(), 3, "{per_server:?}");
 }
@@ -145,7 +160,7 @@ pub async fn a_dns_watcher_applies_the_addresses<C: ParityApi>() {
         &[Server::new("127.0.0.1", ms[1].port).with_weight(3)],
         "only the name's address"
     );
-    m.set("dns", "ok", 0, 0).await.unwrap();
+    m.set("dns", "ok", memshard::Expiry::NEVER).await.unwrap();
     assert_eq!(ms[1].raw_get(b"dns").as_deref(), Some(&b"ok"[..]));
     assert_eq!(ms[0].raw_get(b"dns"), None);
 }

@@ -83,7 +83,9 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
         .map(|s| (s.stat("cmd_get"), s.stat("cmd_set"), s.stat("get_hits")))
         .collect();
     for i in 0..300 {
-        m.set(format!("m:{i}"), "v", 0, 0).await.unwrap();
+        m.set(format!("m:{i}"), "v", memshard::Expiry::NEVER)
+            .await
+            .unwrap();
     }
     for i in 0..450 {
         let got = m.get(format!("m:{i}")).await.unwrap();

@@ -188,7 +188,7 @@ fn worker(
             r.sets += 1;
             version += 1;
             let v = make_value(&key, t, version, spec.value_size);
-            match client.set(&key, &v, 0, 0) {
+            match client.set(&key, &v, memshard::Expiry::NEVER) {
                 Ok(_) => {
                     last_ok.insert(k, version);
                     Ok(())

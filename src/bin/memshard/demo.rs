@@ -244,7 +244,10 @@ impl Placement {
                     .iter()
                     .map(|&i| (batch[i].0.as_str(), batch[i].1.as_str()))
                     .collect();
-                for ((k, _), r) in part.iter().zip(c.set_multi(&part, 0, 0)) {
+                for ((k, _), r) in part
+                    .iter()
+                    .zip(c.set_multi(&part, 0, memshard::Expiry::NEVER))
+                {
                     match r {
                         Ok(StoreOutcome::Stored) => {}
                         Ok(other) => return Err(fail(format!("set {k}: {other:?}"))),

@@ -5,6 +5,7 @@
 mod bench;
 mod demo;
 mod plan_cmd;
+mod values;
 
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, value_parser};
@@ -170,6 +171,14 @@ struct GetArgs {
     ring: RingArgs,
     #[command(flatten)]
     net: NetArgs,
+    /// Decode each value as this peer stores it: raw, php-memcached, pylibmc, dalli,
+    /// spymemcached, node-memcached (default: print the stored bytes).
+    #[arg(long, value_name = "CODEC", value_parser = values::parse_codec)]
+    codec: Option<memshard::value::Codec>,
+    /// Print one JSON object per hit: {"key","flags","type","value"} (bytes and serialized
+    /// values in hex, with "encoding" for the latter).
+    #[arg(long)]
+    json: bool,
     /// Keys to get; when none are given, keys are read one per line from standard input.
     keys: Vec<std::ffi::OsString>,
 }
@@ -184,8 +193,16 @@ struct SetArgs {
     #[arg(long, default_value_t = 0, value_name = "S")]
     ttl: u32,
     /// Client flags stored with the values.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, conflicts_with_all = ["codec", "value_type"])]
     flags: u32,
+    /// Store each value as this peer stores a value of --type: raw, php-memcached, pylibmc,
+    /// dalli, spymemcached, node-memcached (flags and bytes from the codec).
+    #[arg(long, value_name = "CODEC", value_parser = values::parse_codec)]
+    codec: Option<memshard::value::Codec>,
+    /// The type of VALUE (with --codec; default string): bytes are given in hex, floats also
+    /// as Infinity, -Infinity, NaN, json as any JSON text.
+    #[arg(long = "type", value_name = "TYPE", value_enum)]
+    value_type: Option<values::ValueType>,
     /// The key; without it, `KEY<TAB>VALUE` lines are read from standard input.
     key: Option<std::ffi::OsString>,
     /// The value (required with KEY).
@@ -238,6 +255,14 @@ struct RouteArgs {
     ring: RingArgs,
     /// Keys to route; when none are given, keys are read one per line from standard input.
     keys: Vec<std::ffi::OsString>,
+}
+
+/// `--ttl S`: 0 never expires; more than 30 days is sent as the time it ends at.
+fn ttl_expiry(ttl: u32) -> memshard::Expiry {
+    match ttl {
+        0 => memshard::Expiry::NEVER,
+        s => memshard::Expiry::after(Duration::from_secs(u64::from(s))),
+    }
 }
 
 /// Longest `--timeout-ms` / `--retry-timeout-ms`: the library's longest timeout, a day.
@@ -540,12 +565,40 @@ fn get(a: GetArgs) -> Result<(), Failure> {
     for batch in keys.chunks(CLI_BATCH) {
         for (k, r) in batch.iter().zip(client.get_multi(batch)) {
             match r {
-                Ok(Some(item)) => {
+                Ok(Some(item)) if a.codec.is_none() && !a.json => {
                     hits += 1;
                     out.write_all(k)?;
                     out.write_all(b"\t")?;
                     out.write_all(&item.value)?;
                     out.write_all(b"\n")?;
+                }
+                Ok(Some(item)) => {
+                    let codec = a.codec.unwrap_or_default();
+                    match memshard::value::decode(
+                        codec,
+                        item.flags,
+                        &item.value,
+                        values::DECODE_MAX,
+                    ) {
+                        Ok(v) if a.json => {
+                            hits += 1;
+                            serde_json::to_writer(&mut out, &values::json_line(k, item.flags, v))
+                                .map_err(io::Error::from)?;
+                            out.write_all(b"\n")?;
+                        }
+                        Ok(v) => {
+                            hits += 1;
+                            out.write_all(k)?;
+                            out.write_all(b"\t")?;
+                            out.write_all(&values::plain(v))?;
+                            out.write_all(b"\n")?;
+                        }
+                        Err(e) => {
+                            errors += 1;
+                            let k = String::from_utf8_lossy(k);
+                            eprintln!("memshard get: {k}: flags {}: {e}", item.flags);
+                        }
+                    }
                 }
                 Ok(None) => misses += 1,
                 Err(e) => {
@@ -604,8 +657,29 @@ fn set(a: SetArgs) -> Result<(), Failure> {
     };
     let client = a.ring.client(&a.net, 2)?;
     let (mut stored, mut failed) = (0usize, 0usize);
+    let expiry = ttl_expiry(a.ttl);
+    if a.codec.is_some() || a.value_type.is_some() {
+        let codec = a.codec.unwrap_or_default();
+        let ty = a.value_type.unwrap_or(values::ValueType::String);
+        for (k, v) in &items {
+            let shown = String::from_utf8_lossy(k);
+            let value = values::parse_value(ty, v).map_err(|e| usage(format!("{shown}: {e}")))?;
+            match client.set_value_with(codec, k, &value, expiry) {
+                Ok(StoreOutcome::Stored) => stored += 1,
+                Ok(other) => {
+                    failed += 1;
+                    eprintln!("memshard set: {shown}: {other:?}");
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("memshard set: {shown}: {e}");
+                }
+            }
+        }
+        return set_summary(stored, failed);
+    }
     for batch in items.chunks(CLI_BATCH) {
-        for ((k, _), r) in batch.iter().zip(client.set_multi(batch, a.flags, a.ttl)) {
+        for ((k, _), r) in batch.iter().zip(client.set_multi(batch, a.flags, expiry)) {
             match r {
                 Ok(StoreOutcome::Stored) => stored += 1,
                 Ok(other) => {
@@ -619,6 +693,10 @@ fn set(a: SetArgs) -> Result<(), Failure> {
             }
         }
     }
+    set_summary(stored, failed)
+}
+
+fn set_summary(stored: usize, failed: usize) -> Result<(), Failure> {
     eprintln!("memshard set: {stored} stored, {failed} failed");
     if failed > 0 {
         return Err(Failure {

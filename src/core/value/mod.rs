@@ -45,6 +45,7 @@ mod pylibmc;
 mod serial;
 mod spymemcached;
 mod transcoder;
+mod typed;
 
 use std::fmt;
 use std::str::FromStr;
@@ -54,6 +55,9 @@ pub use transcoder::{
     DalliCompressor, DalliOptions, DalliSerializer, Encoded, PhpCompression, PhpOptions,
     PhpSerializer, PylibmcOptions, SpymemcachedOptions, Transcoder,
 };
+#[cfg(feature = "serde")]
+pub use typed::Json;
+pub use typed::{Bytes, FromValue, ToValue};
 
 /// A value as the peer that stored it sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -252,3 +252,9 @@ impl From<Codec> for Transcoder {
         Transcoder::new(codec)
     }
 }
+
+impl From<&Transcoder> for Transcoder {
+    fn from(t: &Transcoder) -> Self {
+        t.clone()
+    }
+}
