@@ -11,6 +11,7 @@
 //! Throughput rows give every contender the same number of connections (8) to the server.
 
 use async_memcached::AsciiProtocol;
+use memshard::Expiry;
 use memshard::aio;
 use memshard::proto::{Parsed, RetrievalItem, parse_retrieval};
 use std::collections::VecDeque;
@@ -299,13 +300,13 @@ fn main() {
             .unwrap();
         let items: Vec<(&str, &[u8])> = keys.iter().map(|k| (k.as_str(), &value[..])).collect();
         assert!(
-            a4.set_multi(&items, 0, memshard::Expiry::NEVER)
+            a4.set_multi(&items, 0, Expiry::NEVER)
                 .await
                 .iter()
                 .all(|r| r.is_ok())
         );
         assert!(
-            a1.set_multi(&items, 0, memshard::Expiry::NEVER)
+            a1.set_multi(&items, 0, Expiry::NEVER)
                 .await
                 .iter()
                 .all(|r| r.is_ok())
@@ -405,7 +406,7 @@ fn main() {
                 per_call(n, |i| {
                     let (c, k, v) = (&a1, &keys[i % 1000], &value);
                     async move {
-                        c.set(k, v, memshard::Expiry::NEVER).await.unwrap();
+                        c.set(k, v, Expiry::NEVER).await.unwrap();
                     }
                 })
                 .await,
@@ -413,7 +414,7 @@ fn main() {
                     let t = Instant::now();
                     for i in 0..n {
                         blocking1
-                            .set(&keys[i % 1000], &value, memshard::Expiry::NEVER)
+                            .set(&keys[i % 1000], &value, Expiry::NEVER)
                             .unwrap();
                     }
                     t.elapsed().as_secs_f64() * 1e6 / n as f64

@@ -4,6 +4,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use memshard::Client;
+use memshard::Expiry;
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -83,7 +84,7 @@ fn client_benches(c: &mut Criterion) {
     let value = vec![b'x'; 100];
     let keys: Vec<String> = (0..100).map(|i| format!("bench:{i}")).collect();
     for k in &keys {
-        client.set(k, &value, memshard::Expiry::NEVER).expect("set");
+        client.set(k, &value, Expiry::NEVER).expect("set");
     }
 
     let mut g = c.benchmark_group("client");
@@ -94,7 +95,7 @@ fn client_benches(c: &mut Criterion) {
         b.iter(|| {
             black_box(
                 client
-                    .set(black_box("bench:7"), &value, memshard::Expiry::NEVER)
+                    .set(black_box("bench:7"), &value, Expiry::NEVER)
                     .expect("set"),
             )
         })

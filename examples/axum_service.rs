@@ -16,6 +16,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use memshard::Expiry;
 use memshard::aio::Client;
 use memshard::{Error, StoreOutcome};
 use std::time::Duration;
@@ -44,7 +45,7 @@ async fn get_key(State(client): State<Client>, Path(key): Path<String>) -> Respo
 }
 
 async fn put_key(State(client): State<Client>, Path(key): Path<String>, body: Bytes) -> Response {
-    match client.set(&key, &body, memshard::Expiry::NEVER).await {
+    match client.set(&key, &body, Expiry::NEVER).await {
         Ok(StoreOutcome::Stored) => StatusCode::NO_CONTENT.into_response(),
         Ok(other) => (StatusCode::CONFLICT, format!("{other:?}\n")).into_response(),
         Err(e) => error(e),

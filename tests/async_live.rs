@@ -14,6 +14,7 @@
 mod common;
 
 use common::{decode, value_for};
+use memshard::Expiry;
 
 use common::servers::{Cluster, Memcached, require};
 use common::silent::Silent;
@@ -134,20 +135,16 @@ async fn every_future_is_send() {
     let m = aclient(&c.server_list());
     let k = "aio:send:1";
     assert_eq!(
-        assert_send(m.set_multi(&[(k, "v")], 0, memshard::Expiry::NEVER))
+        assert_send(m.set_multi(&[(k, "v")], 0, Expiry::NEVER))
             .await
             .len(),
         1
     );
     assert_eq!(assert_send(m.get_multi(&[k])).await.len(), 1);
     assert_eq!(assert_send(m.delete_multi(&[k])).await.len(), 1);
-    assert_send(m.set(k, "v", memshard::Expiry::NEVER))
-        .await
-        .unwrap();
+    assert_send(m.set(k, "v", Expiry::NEVER)).await.unwrap();
     assert_send(m.get(k)).await.unwrap();
-    assert_send(m.gats(k, memshard::Expiry::NEVER))
-        .await
-        .unwrap();
+    assert_send(m.gats(k, Expiry::NEVER)).await.unwrap();
     assert_send(m.incr(k, 1)).await.ok();
     assert_send(m.delete(k)).await.unwrap();
     assert_send(m.stats(None)).await;
@@ -168,12 +165,12 @@ async fn placement_equals_libmemcached() {
     let value = |i: usize| format!("v{i}");
     for (i, k) in keys[..200].iter().enumerate() {
         assert_eq!(
-            m.set(k, value(i), memshard::Expiry::NEVER).await.unwrap(),
+            m.set(k, value(i), Expiry::NEVER).await.unwrap(),
             StoreOutcome::Stored
         );
     }
     let batch: Vec<(&str, String)> = (200..400).map(|i| (keys[i].as_str(), value(i))).collect();
-    let stored = m.set_multi(&batch, 0, memshard::Expiry::NEVER).await;
+    let stored = m.set_multi(&batch, 0, Expiry::NEVER).await;
     assert_eq!(stored.len(), 200);
     assert!(
         stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
@@ -252,7 +249,7 @@ async fn auto_eject_routes_like_the_blocking_client_and_libmemcached() {
     let items: Vec<(String, String)> = (0..moved.len())
         .map(|i| (moved[i].clone(), written("async", i)))
         .collect();
-    let stored = a.set_multi(&items, 0, memshard::Expiry::NEVER).await;
+    let stored = a.set_multi(&items, 0, Expiry::NEVER).await;
     assert_eq!(stored.len(), moved.len());
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     assert_placed_like_libmemcached(&live.servers, &live.server_list(), "", &moved, |i| {
@@ -262,10 +259,9 @@ async fn auto_eject_routes_like_the_blocking_client_and_libmemcached() {
         .map(|i| (moved[i].clone(), written("blocking", i)))
         .collect();
     let b2 = b.clone();
-    let stored =
-        tokio::task::spawn_blocking(move || b2.set_multi(&items, 0, memshard::Expiry::NEVER))
-            .await
-            .unwrap();
+    let stored = tokio::task::spawn_blocking(move || b2.set_multi(&items, 0, Expiry::NEVER))
+        .await
+        .unwrap();
     assert_eq!(stored.len(), moved.len());
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     assert_placed_like_libmemcached(&live.servers, &live.server_list(), "", &moved, |i| {
@@ -305,7 +301,7 @@ async fn interop_with_the_blocking_client() {
         .map(|i| (format!("interop:a:{i}:中文"), format!("from-async-{i}")))
         .collect();
     let (b2, fb) = (b.clone(), from_blocking.clone());
-    let stored = tokio::task::spawn_blocking(move || b2.set_multi(&fb, 5, memshard::Expiry::NEVER))
+    let stored = tokio::task::spawn_blocking(move || b2.set_multi(&fb, 5, Expiry::NEVER))
         .await
         .unwrap();
     assert_eq!(stored.len(), from_blocking.len());
@@ -326,7 +322,7 @@ async fn interop_with_the_blocking_client() {
         assert_eq!(a.get(k).await.unwrap().unwrap().value, v.as_bytes());
         read += 1;
     }
-    let stored = a.set_multi(&from_async, 6, memshard::Expiry::NEVER).await;
+    let stored = a.set_multi(&from_async, 6, Expiry::NEVER).await;
     assert_eq!(stored.len(), from_async.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let (b2, fa) = (b.clone(), from_async.clone());
@@ -470,8 +466,7 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
                     let mut read: Read = Vec::new();
                     match op {
                         0..=3 => {
-                            c2.set(&key, value_for(&key, ver), memshard::Expiry::NEVER)
-                                .await?;
+                            c2.set(&key, value_for(&key, ver), Expiry::NEVER).await?;
                         }
                         4..=7 => {
                             if let Some(item) = c2.get(&key).await? {
@@ -534,7 +529,7 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
                 version += 1;
                 sent[k].push(version);
                 let set = client
-                    .set(key, value_for(key, version), memshard::Expiry::NEVER)
+                    .set(key, value_for(key, version), Expiry::NEVER)
                     .await;
                 match (set, client.get(key).await) {
                     (Ok(StoreOutcome::Stored), Ok(Some(item))) => {
@@ -743,7 +738,7 @@ async fn servers_added_and_removed_under_concurrent_load() {
         .unwrap();
     let keys: Arc<Vec<String>> = Arc::new((0..20_000).map(|i| format!("amember:{i}")).collect());
     let items: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), member_value(k))).collect();
-    let stored = client.set_multi(&items, 0, memshard::Expiry::NEVER).await;
+    let stored = client.set_multi(&items, 0, Expiry::NEVER).await;
     assert_eq!(stored.len(), items.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let conns_before = ms[0].stat("total_connections");
@@ -800,7 +795,7 @@ async fn servers_added_and_removed_under_concurrent_load() {
     );
 
     // refill, then remove the second server under load, from a thread outside the runtime
-    let stored = client.set_multi(&items, 0, memshard::Expiry::NEVER).await;
+    let stored = client.set_multi(&items, 0, Expiry::NEVER).await;
     assert_eq!(stored.len(), items.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let mut without = five.clone();

@@ -6,6 +6,7 @@
 mod common;
 
 use common::servers::{Cluster, require};
+use memshard::Expiry;
 use memshard::{Client, Flavor};
 use std::sync::OnceLock;
 
@@ -37,7 +38,7 @@ fn client_is_shared_across_threads() {
             s.spawn(move || {
                 for i in 0..200 {
                     let k = format!("thread:{t}:{i}");
-                    m.set(&k, &k, memshard::Expiry::NEVER).unwrap();
+                    m.set(&k, &k, Expiry::NEVER).unwrap();
                     assert_eq!(m.get(&k).unwrap().unwrap().value, k.as_bytes());
                 }
             });

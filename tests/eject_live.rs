@@ -13,6 +13,7 @@
 
 mod common;
 use common::silent::error_kind as kind;
+use memshard::Expiry;
 
 use common::servers::{Memcached, Nutcracker, Text, require};
 use memshard::{Client, FailurePolicy, Flavor, KeyHash, Ring, Server, StoreOutcome};
@@ -574,7 +575,7 @@ fn twemproxy_round(round: usize, weights: &[u32], names: bool, dead: usize, warm
         .enumerate()
         .map(|(i, k)| (k.clone(), format!("ms-{round}-{i}").into_bytes()))
         .collect();
-    let stored = client.set_multi(&values, 0, memshard::Expiry::NEVER);
+    let stored = client.set_multi(&values, 0, Expiry::NEVER);
     assert_eq!(
         stored.len(),
         values.len(),
@@ -656,7 +657,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
     assert!(dead_keys.len() >= 20 && live_keys.len() >= 250);
     for k in &keys {
         assert_eq!(
-            client.set(k, k, memshard::Expiry::NEVER).unwrap(),
+            client.set(k, k, Expiry::NEVER).unwrap(),
             StoreOutcome::Stored
         );
     }
@@ -678,7 +679,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         let r = if i % 2 == 0 {
             client.get(k).map(|_| ())
         } else {
-            client.set(k, "x", memshard::Expiry::NEVER).map(|_| ())
+            client.set(k, "x", Expiry::NEVER).map(|_| ())
         };
         let took = t.elapsed();
         recorded_at.push(recorder.lines().len());
@@ -732,9 +733,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
         for op in 0..2 {
             live_ops += 1;
             let r = if op == 0 {
-                client
-                    .set(k, format!("v{i}"), memshard::Expiry::NEVER)
-                    .map(|_| ())
+                client.set(k, format!("v{i}"), Expiry::NEVER).map(|_| ())
             } else {
                 match client.get(k) {
                     Ok(Some(item)) if item.value == format!("v{i}").as_bytes() => Ok(()),
@@ -779,7 +778,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
     );
     for k in &dead_keys {
         assert_eq!(
-            client.set(k, "back", memshard::Expiry::NEVER).unwrap(),
+            client.set(k, "back", Expiry::NEVER).unwrap(),
             StoreOutcome::Stored
         );
         assert_eq!(client.get(k).unwrap().unwrap().value, b"back");
@@ -854,7 +853,7 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
     assert!(stopped_keys.len() >= 20);
     for k in &keys {
         assert_eq!(
-            client.set(k, "before", memshard::Expiry::NEVER).unwrap(),
+            client.set(k, "before", Expiry::NEVER).unwrap(),
             StoreOutcome::Stored
         );
     }
@@ -946,7 +945,7 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
     // Every key is served: writes, then reads, and each value sits on its live owner.
     let mut op_errors = 0;
     for (i, k) in keys.iter().enumerate() {
-        match client.set(k, format!("during-{i}"), memshard::Expiry::NEVER) {
+        match client.set(k, format!("during-{i}"), Expiry::NEVER) {
             Ok(StoreOutcome::Stored) => {}
             other => {
                 op_errors += 1;
@@ -994,7 +993,7 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
     );
     for k in &stopped_keys {
         assert_eq!(
-            client.set(k, "after", memshard::Expiry::NEVER).unwrap(),
+            client.set(k, "after", Expiry::NEVER).unwrap(),
             StoreOutcome::Stored
         );
         assert_eq!(client.get(k).unwrap().unwrap().value, b"after");

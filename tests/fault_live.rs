@@ -8,6 +8,7 @@
 mod common;
 
 use common::{decode, value_for};
+use memshard::Expiry;
 
 use common::proxy::{FaultProxy, Mode};
 use common::servers::{Memcached, require};
@@ -300,7 +301,7 @@ fn a_million_operations_under_injected_faults_return_no_wrong_value() {
                                 let r = client.set(
                                     &keys[k],
                                     value_for(&keys[k], version),
-                                    memshard::Expiry::NEVER,
+                                    Expiry::NEVER,
                                 );
                                 let st = state.entry(k).or_default();
                                 st.newest = version;
@@ -452,14 +453,14 @@ fn hostile_keys_never_reach_a_server() {
         let results = [
             client.get(k).err(),
             client.gets(k).err(),
-            client.set(k, "v", memshard::Expiry::NEVER).err(),
-            client.add(k, "v", memshard::Expiry::NEVER).err(),
+            client.set(k, "v", Expiry::NEVER).err(),
+            client.add(k, "v", Expiry::NEVER).err(),
             client.delete(k).err(),
             client.incr(k, 1).err(),
-            client.touch(k, std::time::Duration::from_secs(1)).err(),
+            client.touch(k, Duration::from_secs(1)).err(),
             client.get_multi(&[k.as_slice()]).remove(0).err(),
             client
-                .set_multi(&[(k.as_slice(), "v")], 0, memshard::Expiry::NEVER)
+                .set_multi(&[(k.as_slice(), "v")], 0, Expiry::NEVER)
                 .remove(0)
                 .err(),
         ];
@@ -488,7 +489,7 @@ fn hostile_keys_never_reach_a_server() {
     );
     // a value above the item size is refused before sending, too
     assert!(matches!(
-        client.set("ok", vec![0u8; 2 << 20], memshard::Expiry::NEVER),
+        client.set("ok", vec![0u8; 2 << 20], Expiry::NEVER),
         Err(Error::ValueTooLarge { .. })
     ));
     assert_eq!(p.state.to_server_bytes.load(Ordering::SeqCst), 0);
@@ -509,10 +510,8 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
         .failure_policy(FailurePolicy::default().with_failure_limit(0))
         .build()
         .unwrap();
-    client.set("k", "right", memshard::Expiry::NEVER).unwrap();
-    client
-        .set("other", "other-value", memshard::Expiry::NEVER)
-        .unwrap();
+    client.set("k", "right", Expiry::NEVER).unwrap();
+    client.set("other", "other-value", Expiry::NEVER).unwrap();
     // Each reply to `get k`, and the Protocol error detail it must give (src/proto/reply.rs's
     // ParseError, or the client's check that a value is for a requested key).
     let hostile: &[(&[u8], &str)] = &[
@@ -616,7 +615,7 @@ fn an_exhausted_pool_answers_within_its_checkout_timeout() {
         .checkout_timeout(Duration::from_millis(200))
         .build()
         .unwrap();
-    client.set("k", "v", memshard::Expiry::NEVER).unwrap();
+    client.set("k", "v", Expiry::NEVER).unwrap();
     m.signal("STOP");
     std::thread::scope(|s| {
         let holder = s.spawn(|| client.get("k"));

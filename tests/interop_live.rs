@@ -13,6 +13,7 @@
 mod common;
 
 use common::servers::{Cluster, Nutcracker, Text, require};
+use memshard::Expiry;
 use memshard::{Client, Flavor, Item, KeyHash, StoreOutcome};
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -261,7 +262,7 @@ fn memshard_reads(m: &Client, items: &[Pair]) -> ReadBack {
 }
 
 fn memshard_sets(m: &Client, items: &[Pair]) {
-    let res = m.set_multi(items, 0, memshard::Expiry::NEVER);
+    let res = m.set_multi(items, 0, Expiry::NEVER);
     let bad: Vec<String> = items
         .iter()
         .zip(&res)

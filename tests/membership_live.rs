@@ -8,6 +8,7 @@ mod common;
 
 use common::servers::{Memcached, require};
 use common::wait_until;
+use memshard::Expiry;
 use memshard::plan::{Keys, Method};
 use memshard::{Client, Server};
 use std::net::Ipv4Addr;
@@ -119,7 +120,7 @@ fn servers_added_and_removed_under_load() {
         .unwrap();
     let keys: Vec<String> = (0..20_000).map(|i| format!("member:{i}")).collect();
     let items: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), value(k))).collect();
-    let stored = client.set_multi(&items, 0, memshard::Expiry::NEVER);
+    let stored = client.set_multi(&items, 0, Expiry::NEVER);
     assert_eq!(stored.len(), items.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let conns_before = ms[0].stat("total_connections");
@@ -168,7 +169,7 @@ fn servers_added_and_removed_under_load() {
     );
 
     // refill, then remove the second server under load
-    let stored = client.set_multi(&items, 0, memshard::Expiry::NEVER);
+    let stored = client.set_multi(&items, 0, Expiry::NEVER);
     assert_eq!(stored.len(), items.len());
     assert!(stored.iter().all(|r| r.is_ok()));
     let mut without = five.clone();
@@ -264,9 +265,7 @@ fn watchers_follow_a_server_file_and_a_dns_name() {
     drop(w);
     let _ = std::fs::remove_file(&file);
     // the client works on the servers the watcher gave it
-    client
-        .set("watched", "yes", memshard::Expiry::NEVER)
-        .unwrap();
+    client.set("watched", "yes", Expiry::NEVER).unwrap();
     assert_eq!(client.get("watched").unwrap().unwrap().value, b"yes");
     let holders: Vec<String> = ms
         .iter()
@@ -291,6 +290,6 @@ fn watchers_follow_a_server_file_and_a_dns_name() {
         "only localhost's addresses: {:?}",
         addrs(&dns)
     );
-    dns.set("dns", "ok", memshard::Expiry::NEVER).unwrap();
+    dns.set("dns", "ok", Expiry::NEVER).unwrap();
     assert_eq!(ms[2].raw_get(b"dns").as_deref(), Some(&b"ok"[..]));
 }

@@ -5,6 +5,7 @@ mod common;
 
 use common::servers::{Cluster, require};
 use memshard::Client;
+use memshard::Expiry;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use std::collections::HashMap;
 
@@ -28,9 +29,7 @@ fn metrics_match_server_stats() {
         .map(|s| (s.stat("cmd_get"), s.stat("cmd_set"), s.stat("get_hits")))
         .collect();
     for i in 0..600 {
-        client
-            .set(format!("m:{i}"), "v", memshard::Expiry::NEVER)
-            .unwrap();
+        client.set(format!("m:{i}"), "v", Expiry::NEVER).unwrap();
     }
     for i in 0..900 {
         // 600 hits, 300 misses

@@ -19,6 +19,7 @@
 //! test servers use 127.0.0.1 and 127.[1-254].x.y) or on a unix socket path that does not
 //! exist, so every connection attempt is refused at once.
 
+use memshard::Expiry;
 use memshard::config;
 use memshard::hash::KEY_HASHES;
 use memshard::{
@@ -370,7 +371,7 @@ fn random_settings_never_panic_either_builder_or_the_ring() {
                     requests += 1;
                     check_result(&no_panic(what, || c.get("no-panic:k")), what);
                     check_result(
-                        &no_panic(what, || c.set("no-panic:k", "v", memshard::Expiry::NEVER)),
+                        &no_panic(what, || c.set("no-panic:k", "v", Expiry::NEVER)),
                         what,
                     );
                     let multi = no_panic(what, || c.get_multi(&["a", "b", "c"]));
@@ -400,7 +401,7 @@ fn random_settings_never_panic_either_builder_or_the_ring() {
                 let what = what.to_string();
                 let handle = rt.spawn(async move {
                     let get = c.get("no-panic:k").await;
-                    let set = c.set("no-panic:k", "v", memshard::Expiry::NEVER).await;
+                    let set = c.set("no-panic:k", "v", Expiry::NEVER).await;
                     let multi = c.get_multi(&["a", "b", "c"]).await;
                     (get, set, multi)
                 });

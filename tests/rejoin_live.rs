@@ -16,6 +16,7 @@ mod common;
 
 use common::servers::{Cluster, Memcached, require};
 use common::{decode, value_for};
+use memshard::Expiry;
 use memshard::{Client, FailurePolicy, Server};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -33,18 +34,18 @@ enum Api {
 impl Api {
     fn set(&self, k: &str, v: &str) {
         let r = match self {
-            Api::Blocking(c) => c.set(k, v, memshard::Expiry::NEVER),
+            Api::Blocking(c) => c.set(k, v, Expiry::NEVER),
             #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set(k, v, memshard::Expiry::NEVER)),
+            Api::Async(c, rt) => rt.block_on(c.set(k, v, Expiry::NEVER)),
         };
         r.unwrap_or_else(|e| panic!("set {k}: {e}"));
     }
 
     fn add(&self, k: &str, v: &str) {
         let r = match self {
-            Api::Blocking(c) => c.add(k, v, memshard::Expiry::NEVER),
+            Api::Blocking(c) => c.add(k, v, Expiry::NEVER),
             #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.add(k, v, memshard::Expiry::NEVER)),
+            Api::Async(c, rt) => rt.block_on(c.add(k, v, Expiry::NEVER)),
         };
         r.unwrap_or_else(|e| panic!("add {k}: {e}"));
     }
@@ -60,9 +61,9 @@ impl Api {
 
     fn set_multi(&self, items: &[(String, String)]) {
         let r = match self {
-            Api::Blocking(c) => c.set_multi(items, 0, memshard::Expiry::NEVER),
+            Api::Blocking(c) => c.set_multi(items, 0, Expiry::NEVER),
             #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, memshard::Expiry::NEVER)),
+            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, Expiry::NEVER)),
         };
         for (res, (k, _)) in r.into_iter().zip(items) {
             res.unwrap_or_else(|e| panic!("set_multi {k}: {e}"));
@@ -74,7 +75,7 @@ impl Api {
         match self {
             Api::Blocking(c) => {
                 for (res, (k, _)) in c
-                    .set_multi_noreply(items, 0, memshard::Expiry::NEVER)
+                    .set_multi_noreply(items, 0, Expiry::NEVER)
                     .into_iter()
                     .zip(items)
                 {

@@ -14,6 +14,7 @@
 
 mod common;
 use common::silent::error_kind as kind;
+use memshard::Expiry;
 
 use common::servers::{Memcached, free_port, require};
 use futures_util::future::join_all;
@@ -137,7 +138,7 @@ async fn healthy_keys_keep_flowing_after_an_unreachable_server_is_added() {
     );
     let items: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
     assert!(
-        c.set_multi(&items, 0, memshard::Expiry::NEVER)
+        c.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -233,7 +234,7 @@ async fn healthy_keys_keep_flowing_after_an_unreachable_server_is_added() {
         })
         .collect();
     assert!(
-        c.set_multi(&moved, 0, memshard::Expiry::NEVER)
+        c.set_multi(&moved, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())

@@ -12,6 +12,7 @@
 
 mod common;
 use common::silent::error_kind as kind;
+use memshard::Expiry;
 
 use common::proxy::{FaultProxy, Mode};
 use common::servers::{Memcached, free_port, require};
@@ -171,7 +172,7 @@ fn scale_run(live: &[Memcached], n: usize) -> Scale {
         );
         for k in &on_live {
             assert_eq!(
-                client.set(k, k, memshard::Expiry::NEVER).unwrap(),
+                client.set(k, k, Expiry::NEVER).unwrap(),
                 StoreOutcome::Stored
             );
             assert_eq!(client.get(k).unwrap().unwrap().value, k.as_bytes());
@@ -208,7 +209,7 @@ fn scale_run(live: &[Memcached], n: usize) -> Scale {
             }
         }
         let items: Vec<(&String, &String)> = mixed.iter().map(|k| (*k, *k)).collect();
-        let set = client.set_multi(&items, 0, memshard::Expiry::NEVER);
+        let set = client.set_multi(&items, 0, Expiry::NEVER);
         for (k, r) in mixed.iter().zip(&set) {
             assert_eq!(on_live.contains(k), r.is_ok(), "{k}: {r:?}");
         }
@@ -392,7 +393,7 @@ fn an_exhausted_pool_is_a_typed_error_and_a_returned_connection_wakes_a_waiter()
             .unwrap()
     };
     let client = build(Duration::from_millis(200));
-    client.set("k", "v", memshard::Expiry::NEVER).unwrap();
+    client.set("k", "v", Expiry::NEVER).unwrap();
     p.state.set(Mode::Stall);
     std::thread::scope(|s| {
         let holder = std::thread::Builder::new()

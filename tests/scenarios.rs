@@ -14,7 +14,8 @@
 //!
 //! Two lists:
 //!
-//! - [`core_scenarios!`]: commands, failures, reliability, bounded reads, membership.
+//! - [`core_scenarios!`]: commands, failures, reliability, bounded reads, membership, typed
+//!   values and expiry.
 //! - [`parity_scenarios!`]: what the async client once lacked (`Builder::peer_config`,
 //!   `Builder::near_cache`, `near_cache_stats`, `replicated`, `watch_server_file`, `watch_dns`,
 //!   `set_multi_noreply`, metrics), kept apart so that the parity of the two clients reads
@@ -42,6 +43,8 @@ mod observe;
 mod reliability;
 #[path = "scenarios/support.rs"]
 mod support;
+#[path = "scenarios/values.rs"]
+mod values;
 
 /// The scenarios both clients run today. `$then!(args; list)`: hands the list to a runner.
 macro_rules! core_scenarios {
@@ -70,6 +73,9 @@ macro_rules! core_scenarios {
             bounded::stats_with_endless_long_lines_stops_at_the_byte_limit,
             bounded::get_multi_with_values_repeated_endlessly_stops_at_the_keys_asked,
             membership::set_servers_adds_a_server,
+            values::typed_values_go_through_the_clients_codec,
+            values::values_a_codec_cannot_handle_are_typed_errors,
+            values::expiry_beyond_thirty_days_is_kept,
         );
     };
 }

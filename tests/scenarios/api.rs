@@ -13,10 +13,11 @@
 
 use memshard::config::PeerConfig;
 use memshard::near::{NearCacheConfig, NearCacheStats};
+use memshard::value::{Codec, FromValue, ToValue, Transcoder, Value};
 use memshard::watch::Watcher;
 use memshard::{
-    DeleteOutcome, Expiry, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server,
-    Stats, StoreOutcome, TouchOutcome,
+    DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
+    StoreOutcome, TouchOutcome,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,6 +46,7 @@ pub trait Settings: Sized {
     fn hash_with_prefix(self, on: bool) -> Self;
     fn failure_policy(self, policy: FailurePolicy) -> Self;
     fn rejoin_limit(self, keys: usize) -> Self;
+    fn codec(self, codec: Transcoder) -> Self;
 }
 
 /// Builder settings the async builder lacks today (issue 14).
@@ -111,6 +113,9 @@ macro_rules! impl_settings {
             }
             fn rejoin_limit(self, keys: usize) -> Self {
                 <$builder>::rejoin_limit(self, keys)
+            }
+            fn codec(self, codec: memshard::value::Transcoder) -> Self {
+                <$builder>::codec(self, codec)
             }
         }
     };
@@ -214,6 +219,22 @@ pub trait Api: Sized + Clone + Send + Sync + 'static {
         self.cas_raw(key, value, 0, expiry, cas).await
     }
     async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome>;
+    async fn get_value(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>>;
+    async fn get_value_with(&self, codec: Codec, key: impl AsRef<[u8]>) -> Result<Option<Value>>;
+    async fn get_as<T: FromValue>(&self, key: impl AsRef<[u8]>) -> Result<Option<T>>;
+    async fn set_value<T: ToValue + Sync + ?Sized>(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: &T,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome>;
+    async fn set_value_with<T: ToValue + Sync + ?Sized>(
+        &self,
+        codec: Codec,
+        key: impl AsRef<[u8]>,
+        value: &T,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome>;
     async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>>;
     async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>>;
     async fn touch(
@@ -386,6 +407,36 @@ macro_rules! impl_api {
             }
             async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
                 <$client>::delete(self, key) $($aw)*
+            }
+            async fn get_value(&self, key: impl AsRef<[u8]>) -> Result<Option<memshard::value::Value>> {
+                <$client>::get_value(self, key) $($aw)*
+            }
+            async fn get_value_with(
+                &self,
+                codec: memshard::value::Codec,
+                key: impl AsRef<[u8]>,
+            ) -> Result<Option<memshard::value::Value>> {
+                <$client>::get_value_with(self, codec, key) $($aw)*
+            }
+            async fn get_as<T: memshard::value::FromValue>(&self, key: impl AsRef<[u8]>) -> Result<Option<T>> {
+                <$client>::get_as(self, key) $($aw)*
+            }
+            async fn set_value<T: memshard::value::ToValue + Sync + ?Sized>(
+                &self,
+                key: impl AsRef<[u8]>,
+                value: &T,
+                expiry: impl Into<memshard::Expiry>,
+            ) -> Result<StoreOutcome> {
+                <$client>::set_value(self, key, value, expiry) $($aw)*
+            }
+            async fn set_value_with<T: memshard::value::ToValue + Sync + ?Sized>(
+                &self,
+                codec: memshard::value::Codec,
+                key: impl AsRef<[u8]>,
+                value: &T,
+                expiry: impl Into<memshard::Expiry>,
+            ) -> Result<StoreOutcome> {
+                <$client>::set_value_with(self, codec, key, value, expiry) $($aw)*
             }
             async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
                 <$client>::incr(self, key, delta) $($aw)*

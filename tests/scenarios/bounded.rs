@@ -15,6 +15,7 @@
 
 use crate::api::{Api, ParityApi, Settings, build};
 use crate::support::LO;
+use memshard::Expiry;
 use memshard::{Error, Server};
 use memshard::{STATS_MAX_BYTES, STATS_MAX_LINES};
 use std::io::{Read, Write};
@@ -205,7 +206,7 @@ pub async fn noreply_sets_with_endless_slow_errors_time_out_once_for_the_whole_r
     // deadline (not the count of requests sent) ends the read
     let port = fake_server(slow(b"ERROR\r\n"));
     let r = client::<C>(port)
-        .set_multi_noreply(&items(100), 0, memshard::Expiry::NEVER)
+        .set_multi_noreply(&items(100), 0, Expiry::NEVER)
         .await;
     assert_eq!(r.len(), 100);
     for r in &r {
@@ -217,9 +218,7 @@ pub async fn noreply_sets_with_endless_fast_errors_stop_at_one_error_per_request
     let port = fake_server(fast(b"ERROR\r\n", 1_000_000));
     let c = client::<C>(port);
     let rss = vm_rss_kib();
-    let r = c
-        .set_multi_noreply(&items(10), 0, memshard::Expiry::NEVER)
-        .await;
+    let r = c.set_multi_noreply(&items(10), 0, Expiry::NEVER).await;
     let grown = vm_rss_kib().saturating_sub(rss);
     assert_eq!(r.len(), 10);
     for r in &r {

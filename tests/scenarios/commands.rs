@@ -6,6 +6,7 @@ use crate::api::{Api, ParityApi, ParitySettings, Settings, build, try_build};
 use crate::common::proxy::FaultProxy;
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{LO, assert_placed, holders, refs, same, ttl, value};
+use memshard::Expiry;
 use memshard::{
     DeleteOutcome, Error, FLAVORS, FailurePolicy, MAX_POOL_SIZE, MAX_TIMEOUT, RingError, Server,
     SettingError, StoreOutcome, TouchOutcome,
@@ -28,29 +29,21 @@ pub async fn outcomes_of_every_command<C: Api>() {
     assert_eq!(m.delete(k).await.unwrap(), DeleteOutcome::NotFound);
     assert_eq!(m.get(k).await.unwrap(), None);
     assert_eq!(m.gets(k).await.unwrap(), None);
+    assert_eq!(m.gat(k, Duration::from_secs(10)).await.unwrap(), None);
+    assert_eq!(m.gats(k, Duration::from_secs(10)).await.unwrap(), None);
     assert_eq!(
-        m.gat(k, std::time::Duration::from_secs(10)).await.unwrap(),
-        None
-    );
-    assert_eq!(
-        m.gats(k, std::time::Duration::from_secs(10)).await.unwrap(),
-        None
-    );
-    assert_eq!(
-        m.replace(k, "x", memshard::Expiry::NEVER).await.unwrap(),
+        m.replace(k, "x", Expiry::NEVER).await.unwrap(),
         StoreOutcome::NotStored
     );
     assert_eq!(m.append(k, "x").await.unwrap(), StoreOutcome::NotStored);
     assert_eq!(m.prepend(k, "x").await.unwrap(), StoreOutcome::NotStored);
     assert_eq!(on.raw_get(k.as_bytes()), None, "nothing was stored");
     assert_eq!(
-        m.add_raw(k, "v1", 7, memshard::Expiry::NEVER)
-            .await
-            .unwrap(),
+        m.add_raw(k, "v1", 7, Expiry::NEVER).await.unwrap(),
         StoreOutcome::Stored
     );
     assert_eq!(
-        m.add(k, "v2", memshard::Expiry::NEVER).await.unwrap(),
+        m.add(k, "v2", Expiry::NEVER).await.unwrap(),
         StoreOutcome::NotStored
     );
     assert_eq!(on.raw_get(k.as_bytes()).as_deref(), Some(&b"v1"[..]));
@@ -74,13 +67,11 @@ pub async fn outcomes_of_every_command<C: Api>() {
     let cas = first.cas.expect("gets returns a cas unique");
     assert_eq!(first.value, b"p+v1+a");
     assert_eq!(
-        m.cas_raw(k, "c1", 9, memshard::Expiry::NEVER, cas)
-            .await
-            .unwrap(),
+        m.cas_raw(k, "c1", 9, Expiry::NEVER, cas).await.unwrap(),
         StoreOutcome::Stored
     );
     assert_eq!(
-        m.cas(k, "c2", memshard::Expiry::NEVER, cas).await.unwrap(),
+        m.cas(k, "c2", Expiry::NEVER, cas).await.unwrap(),
         StoreOutcome::Exists,
         "the unique changed with the first cas"
     );
@@ -89,13 +80,13 @@ pub async fn outcomes_of_every_command<C: Api>() {
     assert_eq!((second.value.as_slice(), second.flags), (&b"c1"[..], 9));
     assert_ne!(second.cas, Some(cas), "a write changes the cas unique");
     assert_eq!(
-        m.cas("outcomes:absent", "c", memshard::Expiry::NEVER, 1)
+        m.cas("outcomes:absent", "c", Expiry::NEVER, 1)
             .await
             .unwrap(),
         StoreOutcome::NotFound
     );
     assert_eq!(
-        m.replace(k, "r", memshard::Expiry::NEVER).await.unwrap(),
+        m.replace(k, "r", Expiry::NEVER).await.unwrap(),
         StoreOutcome::Stored
     );
     assert_eq!(on.raw_get(k.as_bytes()).as_deref(), Some(&b"r"[..]));
@@ -103,32 +94,26 @@ pub async fn outcomes_of_every_command<C: Api>() {
     // expiry: none, then what touch, gat and gats set (seconds left, read on the server)
     assert_eq!(ttl(on, k), Some(-1), "stored with exptime 0");
     assert_eq!(
-        m.touch(k, std::time::Duration::from_secs(1000))
-            .await
-            .unwrap(),
+        m.touch(k, Duration::from_secs(1000)).await.unwrap(),
         TouchOutcome::Touched
     );
     let t = ttl(on, k).unwrap();
     assert!((1..=1000).contains(&t), "touch 1000: ttl {t}");
     assert_eq!(
-        m.touch("outcomes:absent", std::time::Duration::from_secs(100))
+        m.touch("outcomes:absent", Duration::from_secs(100))
             .await
             .unwrap(),
         TouchOutcome::NotFound
     );
     let got = m
-        .gat(k, std::time::Duration::from_secs(100_000))
+        .gat(k, Duration::from_secs(100_000))
         .await
         .unwrap()
         .unwrap();
     assert_eq!((got.value.as_slice(), got.cas), (&b"r"[..], None));
     let t = ttl(on, k).unwrap();
     assert!((1001..=100_000).contains(&t), "gat 100000: ttl {t}");
-    let got = m
-        .gats(k, std::time::Duration::from_secs(5000))
-        .await
-        .unwrap()
-        .unwrap();
+    let got = m.gats(k, Duration::from_secs(5000)).await.unwrap().unwrap();
     assert_eq!(got.value, b"r");
     assert!(got.cas.is_some(), "gats returns a cas unique");
     let t = ttl(on, k).unwrap();
@@ -144,19 +129,17 @@ pub async fn outcomes_of_every_command<C: Api>() {
     assert_eq!(m.incr(n, 1).await.unwrap(), None, "incr of a missing key");
     assert_eq!(m.decr(n, 1).await.unwrap(), None, "decr of a missing key");
     assert_eq!(owner(n).raw_get(n.as_bytes()), None, "incr creates nothing");
-    m.set(n, "1000", memshard::Expiry::NEVER).await.unwrap();
+    m.set(n, "1000", Expiry::NEVER).await.unwrap();
     assert_eq!(m.incr(n, 1).await.unwrap(), Some(1001));
     assert_eq!(
         owner(n).raw_get(n.as_bytes()).as_deref(),
         Some(&b"1001"[..])
     );
     assert_eq!(m.decr(n, 2000).await.unwrap(), Some(0), "decr stops at 0");
-    m.set(n, u64::MAX.to_string(), memshard::Expiry::NEVER)
-        .await
-        .unwrap();
+    m.set(n, u64::MAX.to_string(), Expiry::NEVER).await.unwrap();
     assert_eq!(m.incr(n, 1).await.unwrap(), Some(0), "incr wraps at 2^64");
     let text = "outcomes:text";
-    m.set(text, "abc", memshard::Expiry::NEVER).await.unwrap();
+    m.set(text, "abc", Expiry::NEVER).await.unwrap();
     for r in [m.incr(text, 1).await, m.decr(text, 1).await] {
         assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
     }
@@ -167,7 +150,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
     let binary: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
     let b = "outcomes:binary";
     assert_eq!(
-        m.set_raw(b, &binary, u32::MAX, memshard::Expiry::NEVER)
+        m.set_raw(b, &binary, u32::MAX, Expiry::NEVER)
             .await
             .unwrap(),
         StoreOutcome::Stored
@@ -175,9 +158,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
     let got = m.get(b).await.unwrap().unwrap();
     assert_eq!((got.value.as_slice(), got.flags), (&binary[..], u32::MAX));
     assert_eq!(owner(b).raw_get(b.as_bytes()), Some(binary));
-    m.set("outcomes:empty", "", memshard::Expiry::NEVER)
-        .await
-        .unwrap();
+    m.set("outcomes:empty", "", Expiry::NEVER).await.unwrap();
     assert_eq!(
         m.get("outcomes:empty").await.unwrap().unwrap().value,
         b"",
@@ -185,7 +166,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
     );
     // a key of 250 bytes (the longest allowed), UTF-8 keys
     for key in ["k".repeat(250), "ключ:中文:é".to_string()] {
-        m.set(&key, &key, memshard::Expiry::NEVER).await.unwrap();
+        m.set(&key, &key, Expiry::NEVER).await.unwrap();
         assert_eq!(value(&m.get(&key).await, &key), key.as_bytes());
         assert_eq!(
             owner(&key).raw_get(key.as_bytes()).as_deref(),
@@ -222,20 +203,20 @@ pub async fn invalid_keys_and_values_are_refused_before_anything_is_sent<C: Api>
         let results = [
             m.get(k).await.err(),
             m.gets(k).await.err(),
-            m.gat(k, std::time::Duration::from_secs(1)).await.err(),
-            m.gats(k, std::time::Duration::from_secs(1)).await.err(),
-            m.set(k, "v", memshard::Expiry::NEVER).await.err(),
-            m.add(k, "v", memshard::Expiry::NEVER).await.err(),
-            m.replace(k, "v", memshard::Expiry::NEVER).await.err(),
+            m.gat(k, Duration::from_secs(1)).await.err(),
+            m.gats(k, Duration::from_secs(1)).await.err(),
+            m.set(k, "v", Expiry::NEVER).await.err(),
+            m.add(k, "v", Expiry::NEVER).await.err(),
+            m.replace(k, "v", Expiry::NEVER).await.err(),
             m.append(k, "v").await.err(),
             m.prepend(k, "v").await.err(),
-            m.cas(k, "v", memshard::Expiry::NEVER, 1).await.err(),
+            m.cas(k, "v", Expiry::NEVER, 1).await.err(),
             m.delete(k).await.err(),
             m.incr(k, 1).await.err(),
             m.decr(k, 1).await.err(),
-            m.touch(k, std::time::Duration::from_secs(1)).await.err(),
+            m.touch(k, Duration::from_secs(1)).await.err(),
             m.get_multi(&[k]).await.remove(0).err(),
-            m.set_multi(&[(k, "v")], 0, memshard::Expiry::NEVER)
+            m.set_multi(&[(k, "v")], 0, Expiry::NEVER)
                 .await
                 .remove(0)
                 .err(),
@@ -253,13 +234,13 @@ pub async fn invalid_keys_and_values_are_refused_before_anything_is_sent<C: Api>
     // values above the limit, for every storage command and inside a multi-set
     let big = vec![b'v'; 1024 * 1024 + 1];
     let results = [
-        m.set("big", &big, memshard::Expiry::NEVER).await.err(),
-        m.add("big", &big, memshard::Expiry::NEVER).await.err(),
-        m.replace("big", &big, memshard::Expiry::NEVER).await.err(),
+        m.set("big", &big, Expiry::NEVER).await.err(),
+        m.add("big", &big, Expiry::NEVER).await.err(),
+        m.replace("big", &big, Expiry::NEVER).await.err(),
         m.append("big", &big).await.err(),
         m.prepend("big", &big).await.err(),
-        m.cas("big", &big, memshard::Expiry::NEVER, 1).await.err(),
-        m.set_multi(&[("big", &big)], 0, memshard::Expiry::NEVER)
+        m.cas("big", &big, Expiry::NEVER, 1).await.err(),
+        m.set_multi(&[("big", &big)], 0, Expiry::NEVER)
             .await
             .remove(0)
             .err(),
@@ -272,14 +253,12 @@ pub async fn invalid_keys_and_values_are_refused_before_anything_is_sent<C: Api>
     let ns = build::<C>(|b| b.server_list(&list).prefix("ns:").max_value_size(10));
     for r in [
         ns.get([b'k'; 248]).await.err(),
-        ns.set([b'k'; 248], "v", memshard::Expiry::NEVER)
-            .await
-            .err(),
+        ns.set([b'k'; 248], "v", Expiry::NEVER).await.err(),
         ns.get_multi(&[[b'k'; 248]]).await.remove(0).err(),
     ] {
         assert!(matches!(r, Some(Error::InvalidKey { .. })), "{r:?}");
     }
-    let r = ns.set("k", [b'v'; 11], memshard::Expiry::NEVER).await;
+    let r = ns.set("k", [b'v'; 11], Expiry::NEVER).await;
     assert!(matches!(r, Err(Error::ValueTooLarge { .. })), "{r:?}");
     assert_eq!(p.state.to_server_bytes.load(Ordering::SeqCst), 0);
     assert_eq!(
@@ -295,15 +274,13 @@ pub async fn invalid_keys_and_values_are_refused_before_anything_is_sent<C: Api>
     // the limits themselves pass: 247 bytes + "ns:", 10-byte values
     let longest = vec![b'k'; 247];
     assert_eq!(
-        ns.set(&longest, [b'v'; 10], memshard::Expiry::NEVER)
-            .await
-            .unwrap(),
+        ns.set(&longest, [b'v'; 10], Expiry::NEVER).await.unwrap(),
         StoreOutcome::Stored
     );
     let mut wire = b"ns:".to_vec();
     wire.extend_from_slice(&longest);
     assert_eq!(s.raw_get(&wire), Some(vec![b'v'; 10]));
-    m.set("survivor", "still here", memshard::Expiry::NEVER)
+    m.set("survivor", "still here", Expiry::NEVER)
         .await
         .unwrap();
     assert_eq!(
@@ -329,7 +306,7 @@ pub async fn multi_key_operations_across_four_servers<C: Api>() {
             )
         })
         .collect();
-    let set = m.set_multi(&items, 3, memshard::Expiry::NEVER).await;
+    let set = m.set_multi(&items, 3, Expiry::NEVER).await;
     assert_eq!(set.len(), items.len());
     for ((k, _), r) in items.iter().zip(&set) {
         assert!(matches!(r, Ok(StoreOutcome::Stored)), "{k}: {r:?}");
@@ -403,11 +380,7 @@ pub async fn multi_key_operations_across_four_servers<C: Api>() {
     assert!(m.get_multi(&none).await.is_empty());
     assert!(m.delete_multi(&none).await.is_empty());
     let no_items: [(&str, &str); 0] = [];
-    assert!(
-        m.set_multi(&no_items, 0, memshard::Expiry::NEVER)
-            .await
-            .is_empty()
-    );
+    assert!(m.set_multi(&no_items, 0, Expiry::NEVER).await.is_empty());
 
     // delete_multi: the first 100 keys and an invalid one, in order; then again: not found
     let mut doomed: Vec<&str> = items[..100].iter().map(|(k, _)| k.as_str()).collect();
@@ -446,7 +419,7 @@ pub async fn multi_key_operations_across_four_servers<C: Api>() {
         ("mixed:huge", &too_big),
         ("mixed:c", b"C"),
     ];
-    let r = m.set_multi(&mixed, 0, memshard::Expiry::NEVER).await;
+    let r = m.set_multi(&mixed, 0, Expiry::NEVER).await;
     assert_eq!(r.len(), 4);
     assert!(matches!(r[0], Ok(StoreOutcome::Stored)), "{:?}", r[0]);
     assert!(matches!(r[1], Err(Error::InvalidKey { .. })), "{:?}", r[1]);
@@ -470,16 +443,14 @@ pub async fn large_values_round_trip<C: Api>() {
     // a million bytes: near the limit, and within memcached's 1 MiB item size with its header
     let limit: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
     assert_eq!(
-        m.set("large:limit", &limit, memshard::Expiry::NEVER)
-            .await
-            .unwrap(),
+        m.set("large:limit", &limit, Expiry::NEVER).await.unwrap(),
         StoreOutcome::Stored
     );
     assert_eq!(value(&m.get("large:limit").await, "large:limit"), limit);
     let many: Vec<(String, Vec<u8>)> = (0..20)
         .map(|i| (format!("large:m{i}"), vec![b'a' + i as u8; 200_000]))
         .collect();
-    let stored = m.set_multi(&many, 0, memshard::Expiry::NEVER).await;
+    let stored = m.set_multi(&many, 0, Expiry::NEVER).await;
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     let keys: Vec<&str> = many.iter().map(|(k, _)| k.as_str()).collect();
     let got = m.get_multi(&keys).await;
@@ -487,7 +458,7 @@ pub async fn large_values_round_trip<C: Api>() {
         assert_eq!(&value(r, k), v, "{k}");
     }
     assert_placed(&refs(&c.servers), &m.ring(), &many, same, same);
-    m.set("small", "s", memshard::Expiry::NEVER).await.unwrap();
+    m.set("small", "s", Expiry::NEVER).await.unwrap();
     assert_eq!(m.get("small").await.unwrap().unwrap().value, b"s");
 }
 
@@ -510,11 +481,11 @@ pub async fn prefix_is_sent_and_hashed_only_when_asked<C: Api>() {
         });
         for (k, v) in &items[..100] {
             assert_eq!(
-                m.set(k, v, memshard::Expiry::NEVER).await.unwrap(),
+                m.set(k, v, Expiry::NEVER).await.unwrap(),
                 StoreOutcome::Stored
             );
         }
-        let stored = m.set_multi(&items[100..], 0, memshard::Expiry::NEVER).await;
+        let stored = m.set_multi(&items[100..], 0, Expiry::NEVER).await;
         assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
         let hashed = |k: &[u8]| {
             if hash_with_prefix {
@@ -603,7 +574,7 @@ pub async fn placement_follows_each_flavor<C: Api>() {
         let items: Vec<(String, String)> = (0..200)
             .map(|i| (format!("{i}:flavor:{flavor}"), format!("{i}!")))
             .collect();
-        let stored = a.set_multi(&items, 0, memshard::Expiry::NEVER).await;
+        let stored = a.set_multi(&items, 0, Expiry::NEVER).await;
         assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
         let per_server = assert_placed(&refs(&c.servers), &a.ring(), &items, same, same);
         assert!(per_server.len() >= 2, "{flavor}: keys on one server only");
@@ -661,7 +632,7 @@ pub async fn server_wide_commands_answer_per_server<C: Api>() {
 
     let items: Vec<(String, String)> = (0..60).map(|i| (format!("f{i}"), format!("{i}"))).collect();
     assert!(
-        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+        m.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -685,7 +656,7 @@ pub async fn server_wide_commands_answer_per_server<C: Api>() {
                 .all(|r| matches!(r, Ok(None)))
         );
         assert!(
-            m.set_multi(&items, 0, memshard::Expiry::NEVER)
+            m.set_multi(&items, 0, Expiry::NEVER)
                 .await
                 .iter()
                 .all(|r| r.is_ok())
@@ -820,9 +791,7 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
     let items: Vec<(String, String)> = (0..300)
         .map(|i| (format!("{i}:nr"), "x".repeat(i)))
         .collect();
-    let r = m
-        .set_multi_noreply(&items, 5, memshard::Expiry::NEVER)
-        .await;
+    let r = m.set_multi_noreply(&items, 5, Expiry::NEVER).await;
     assert_eq!(r.len(), items.len());
     assert!(r.iter().all(|r| r.is_ok()), "{r:?}");
     assert_placed(&refs(&c.servers), &m.ring(), &items, same, same);
@@ -837,7 +806,7 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
     }
     let empty: [(&str, &str); 0] = [];
     assert!(
-        m.set_multi_noreply(&empty, 0, memshard::Expiry::NEVER)
+        m.set_multi_noreply(&empty, 0, Expiry::NEVER)
             .await
             .is_empty()
     );
@@ -845,9 +814,7 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
     // client-side refusals, in place
     let big = vec![b'b'; 1024 * 1024 + 1];
     let mixed: Vec<(&str, &[u8])> = vec![("nr:ok", b"ok"), ("bad key", b"v"), ("nr:big", &big)];
-    let r = m
-        .set_multi_noreply(&mixed, 0, memshard::Expiry::NEVER)
-        .await;
+    let r = m.set_multi_noreply(&mixed, 0, Expiry::NEVER).await;
     assert!(r[0].is_ok(), "{:?}", r[0]);
     assert!(matches!(r[1], Err(Error::InvalidKey { .. })), "{:?}", r[1]);
     assert!(
@@ -868,9 +835,7 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
         .chain([(rejected_key.to_string(), huge)])
         .chain((60..80).map(|i| (format!("{i}:nr2"), format!("v{i}").into_bytes())))
         .collect();
-    let r = lenient
-        .set_multi_noreply(&batch, 0, memshard::Expiry::NEVER)
-        .await;
+    let r = lenient.set_multi_noreply(&batch, 0, Expiry::NEVER).await;
     assert_eq!(r.len(), batch.len());
     for ((k, v), r) in batch.iter().zip(&r) {
         let owner = lenient
@@ -894,10 +859,7 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
     }
     // and the connection goes on
     assert_eq!(
-        lenient
-            .set("nr:after", "a", memshard::Expiry::NEVER)
-            .await
-            .unwrap(),
+        lenient.set("nr:after", "a", Expiry::NEVER).await.unwrap(),
         StoreOutcome::Stored
     );
     assert_eq!(value(&lenient.get("nr:after").await, "nr:after"), b"a");
@@ -932,7 +894,7 @@ pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
         .map(|i| (format!("{i}:cfg"), format!("{i}")))
         .collect();
     assert!(
-        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+        m.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -963,7 +925,7 @@ pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
         .map(|i| (format!("user:{{{}}}:{i}", i % 7), format!("t{i}")))
         .collect();
     assert!(
-        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+        m.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())

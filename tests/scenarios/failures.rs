@@ -5,6 +5,7 @@ use crate::api::{Api, Settings, build};
 use crate::common::proxy::{FaultProxy, Mode};
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{HOUR, LO, Silent, assert_placed, refs, same, value, wait_for};
+use memshard::Expiry;
 use memshard::{Error, FailurePolicy, Ring, Server, StoreOutcome};
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
@@ -29,7 +30,7 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
         .map(|i| (format!("{i}:eject"), format!("v{i}")))
         .collect();
     assert!(
-        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+        m.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -94,7 +95,7 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
         .map(|(k, _)| (k.clone(), format!("{k}=moved")))
         .collect();
     assert!(!moved.is_empty());
-    let stored = m.set_multi(&moved, 0, memshard::Expiry::NEVER).await;
+    let stored = m.set_multi(&moved, 0, Expiry::NEVER).await;
     assert!(
         stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
         "{stored:?}"
@@ -119,7 +120,7 @@ pub async fn a_killed_server_is_ejected_and_rejoins_when_revived<C: Api>() {
         .iter()
         .map(|(k, _)| (k.clone(), format!("{k}=back")))
         .collect();
-    let stored = m.set_multi(&back, 0, memshard::Expiry::NEVER).await;
+    let stored = m.set_multi(&back, 0, Expiry::NEVER).await;
     assert!(stored.iter().all(|r| r.is_ok()), "{stored:?}");
     // the keys that never moved: on their owner alone; the victim's: on it again (the copies
     // written on the live ring while it was out stay there, unread)
@@ -194,7 +195,7 @@ pub async fn a_down_server_fails_fast_without_a_connection_attempt<C: Api>() {
     assert_eq!(down.len(), 1);
     assert_eq!(down[0].addr, dead_addr);
     let items: Vec<(String, String)> = keys.iter().map(|k| (k.clone(), format!("{k}!"))).collect();
-    let set = m.set_multi(&items, 0, memshard::Expiry::NEVER).await;
+    let set = m.set_multi(&items, 0, Expiry::NEVER).await;
     let got = m.get_multi(&keys).await;
     let del = m.delete_multi(&keys[..20]).await;
     assert_eq!((set.len(), got.len(), del.len()), (200, 200, 20));
@@ -260,7 +261,7 @@ pub async fn a_refused_server_fails_at_once_and_the_healthy_keys_come_back<C: Ap
         .map(|k| (k.clone(), k.clone()))
         .collect();
     for (k, v) in &healthy {
-        m.set(k, v, memshard::Expiry::NEVER).await.unwrap();
+        m.set(k, v, Expiry::NEVER).await.unwrap();
     }
     // failure_limit 2 (the default): rounds 1 and 2 each count one failure, round 3 fails fast
     for round in 1..=3 {
@@ -293,7 +294,7 @@ pub async fn a_refused_server_fails_at_once_and_the_healthy_keys_come_back<C: Ap
     let fresh = build::<C>(settings);
     for (k, r) in keys
         .iter()
-        .zip(fresh.set_multi(&items, 0, memshard::Expiry::NEVER).await)
+        .zip(fresh.set_multi(&items, 0, Expiry::NEVER).await)
     {
         match r {
             Ok(StoreOutcome::Stored) => assert!(!on_dead(k), "{k}"),
@@ -334,12 +335,8 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
             .read_timeout(Duration::from_millis(200))
             .failure_policy(never_down)
     });
-    m.set("counter", "1000", memshard::Expiry::NEVER)
-        .await
-        .unwrap();
-    m.set("other", "other-value", memshard::Expiry::NEVER)
-        .await
-        .unwrap();
+    m.set("counter", "1000", Expiry::NEVER).await.unwrap();
+    m.set("other", "other-value", Expiry::NEVER).await.unwrap();
     s.signal("STOP");
     // the reply never comes while the server is stopped: only the client's read timer ends this
     let r = m.incr("counter", 1).await;
@@ -358,7 +355,7 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
             .read_timeout(Duration::from_millis(150))
             .failure_policy(never_down)
     });
-    m.set("k", "v", memshard::Expiry::NEVER).await.unwrap();
+    m.set("k", "v", Expiry::NEVER).await.unwrap();
     p.state.set(Mode::Stall);
     let r = m.get("k").await;
     assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");

@@ -3,6 +3,7 @@
 use crate::api::{ParityApi, ParitySettings, Settings, build};
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{HOUR, value};
+use memshard::Expiry;
 use memshard::near::NearCacheConfig;
 use memshard::{DeleteOutcome, StoreOutcome};
 use std::time::Duration;
@@ -34,12 +35,8 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
     let c = Cluster::on_free_ports(&[1, 1, 1]);
     let m: C = near_client(&c);
     let owner = |k: &str| c.by_addr(&m.ring().server_for(k.as_bytes()).unwrap().addr);
-    m.set("hot:config", "v1", memshard::Expiry::NEVER)
-        .await
-        .unwrap();
-    m.set("cold:thing", "c", memshard::Expiry::NEVER)
-        .await
-        .unwrap();
+    m.set("hot:config", "v1", Expiry::NEVER).await.unwrap();
+    m.set("cold:thing", "c", Expiry::NEVER).await.unwrap();
     let g0 = server_gets(&c);
     const READS: u64 = 100;
     for _ in 0..READS {
@@ -78,7 +75,7 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
         ("set", |m, k| {
             Box::pin(async move {
                 assert_eq!(
-                    m.set(k, "9", memshard::Expiry::NEVER).await.unwrap(),
+                    m.set(k, "9", Expiry::NEVER).await.unwrap(),
                     StoreOutcome::Stored
                 );
             })
@@ -86,7 +83,7 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
         ("replace", |m, k| {
             Box::pin(async move {
                 assert_eq!(
-                    m.replace(k, "9", memshard::Expiry::NEVER).await.unwrap(),
+                    m.replace(k, "9", Expiry::NEVER).await.unwrap(),
                     StoreOutcome::Stored
                 );
             })
@@ -105,7 +102,7 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
             Box::pin(async move {
                 let cas = m.gets(k).await.unwrap().unwrap().cas.unwrap();
                 assert_eq!(
-                    m.cas(k, "9", memshard::Expiry::NEVER, cas).await.unwrap(),
+                    m.cas(k, "9", Expiry::NEVER, cas).await.unwrap(),
                     StoreOutcome::Stored
                 );
             })
@@ -122,16 +119,12 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
         }),
         ("set_multi", |m, k| {
             Box::pin(async move {
-                assert!(m.set_multi(&[(k, "9")], 0, memshard::Expiry::NEVER).await[0].is_ok());
+                assert!(m.set_multi(&[(k, "9")], 0, Expiry::NEVER).await[0].is_ok());
             })
         }),
         ("set_multi_noreply", |m, k| {
             Box::pin(async move {
-                assert!(
-                    m.set_multi_noreply(&[(k, "9")], 0, memshard::Expiry::NEVER)
-                        .await[0]
-                        .is_ok()
-                );
+                assert!(m.set_multi_noreply(&[(k, "9")], 0, Expiry::NEVER).await[0].is_ok());
             })
         }),
         ("delete", |m, k| {
@@ -152,7 +145,7 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
     ];
     let k = "hot:w";
     for (name, write) in writes {
-        m.set(k, "5", memshard::Expiry::NEVER).await.unwrap();
+        m.set(k, "5", Expiry::NEVER).await.unwrap();
         assert_eq!(
             m.get(k).await.unwrap().unwrap().value,
             b"5",
@@ -178,13 +171,13 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
     m.delete(k).await.unwrap();
     assert_eq!(m.get(k).await.unwrap(), None);
     assert_eq!(
-        m.add(k, "added", memshard::Expiry::NEVER).await.unwrap(),
+        m.add(k, "added", Expiry::NEVER).await.unwrap(),
         StoreOutcome::Stored
     );
     assert_eq!(value(&m.get(k).await, k), b"added");
 
     // get_multi uses the cache: after the first call (which fills it), no server get
-    m.set("hot:a", "A", memshard::Expiry::NEVER).await.unwrap();
+    m.set("hot:a", "A", Expiry::NEVER).await.unwrap();
     let g2 = server_gets(&c);
     let first = m.get_multi(&["hot:a", "hot:a"]).await;
     let fill = server_gets(&c) - g2;
@@ -218,10 +211,10 @@ pub async fn near_cache_is_invalidated_by_replicated_writes<C: ParityApi>() {
     let c = Cluster::on_free_ports(&[1, 1, 1]);
     let m: C = near_client(&c);
     let k = "hot:replicated";
-    m.set(k, "v1", memshard::Expiry::NEVER).await.unwrap();
+    m.set(k, "v1", Expiry::NEVER).await.unwrap();
     assert_eq!(value(&m.get(k).await, k), b"v1", "cached");
     let rep = m.replicated(k, 2);
-    let stored = rep.set("v2", 0, memshard::Expiry::NEVER).await;
+    let stored = rep.set("v2", 0, Expiry::NEVER).await;
     assert!(
         stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
         "{stored:?}"
@@ -277,7 +270,7 @@ pub async fn replicas_sit_on_distinct_servers_and_survive_a_failure<C: ParityApi
         4,
         "at most one copy per server"
     );
-    let stored = hot.set("1.08", 4, memshard::Expiry::NEVER).await;
+    let stored = hot.set("1.08", 4, Expiry::NEVER).await;
     assert_eq!(stored.len(), 3);
     assert!(
         stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),

@@ -4,6 +4,7 @@
 use crate::api::{Api, ParityApi, Settings, build};
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{LO, assert_placed, refs, same, value, wait_for};
+use memshard::Expiry;
 use memshard::Server;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub async fn set_servers_adds_a_server<C: Api>() {
         .map(|i| (format!("{i}:member"), format!("m{i}")))
         .collect();
     assert!(
-        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+        m.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -65,7 +66,7 @@ pub async fn set_servers_adds_a_server<C: Api>() {
         .map(|(k, v)| (k.clone(), format!("{v}+")))
         .collect();
     assert!(
-        m.set_multi(&again, 0, memshard::Expiry::NEVER)
+        m.set_multi(&again, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -135,7 +136,7 @@ pub async fn a_server_file_watcher_follows_the_file<C: ParityApi>() {
         .map(|i| (format!("{i}:watched"), format!("w{i}")))
         .collect();
     assert!(
-        m.set_multi(&items, 0, memshard::Expiry::NEVER)
+        m.set_multi(&items, 0, Expiry::NEVER)
             .await
             .iter()
             .all(|r| r.is_ok())
@@ -160,7 +161,7 @@ pub async fn a_dns_watcher_applies_the_addresses<C: ParityApi>() {
         &[Server::new("127.0.0.1", ms[1].port).with_weight(3)],
         "only the name's address"
     );
-    m.set("dns", "ok", memshard::Expiry::NEVER).await.unwrap();
+    m.set("dns", "ok", Expiry::NEVER).await.unwrap();
     assert_eq!(ms[1].raw_get(b"dns").as_deref(), Some(&b"ok"[..]));
     assert_eq!(ms[0].raw_get(b"dns"), None);
 }

@@ -9,6 +9,7 @@
 use crate::api::{ParityApi, Settings, build};
 use crate::common::servers::Cluster;
 use crate::support::wait_for;
+use memshard::Expiry;
 use memshard::FailurePolicy;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use std::collections::HashMap;
@@ -83,9 +84,7 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
         .map(|s| (s.stat("cmd_get"), s.stat("cmd_set"), s.stat("get_hits")))
         .collect();
     for i in 0..300 {
-        m.set(format!("m:{i}"), "v", memshard::Expiry::NEVER)
-            .await
-            .unwrap();
+        m.set(format!("m:{i}"), "v", Expiry::NEVER).await.unwrap();
     }
     for i in 0..450 {
         let got = m.get(format!("m:{i}")).await.unwrap();

@@ -7,6 +7,7 @@ use crate::api::{Api, Settings, build};
 use crate::common::proxy::{FaultProxy, Mode};
 use crate::common::servers::Memcached;
 use crate::support::{HOUR, LO, kind, wait_for};
+use memshard::Expiry;
 use memshard::{DeleteOutcome, Error, FailurePolicy, Server, StoreOutcome, TouchOutcome};
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
@@ -108,7 +109,7 @@ async fn idle_close<C: Api>(fill: Fill) {
             .failure_policy(policy(1))
     });
     let key = "reliability:idle";
-    c.set(key, "v", memshard::Expiry::NEVER).await.unwrap();
+    c.set(key, "v", Expiry::NEVER).await.unwrap();
     fill_pool(&c, &m, key, base, fill).await;
     let kicks = m.stat("idle_kicks");
     // the condition itself: memcached closed every pooled connection (it counts the kick
@@ -159,8 +160,8 @@ async fn restart<C: Api>(fill: Fill) {
             .failure_policy(policy(1))
     });
     for first in ["get", "incr", "get_multi", "set"] {
-        c.set("k", "v", memshard::Expiry::NEVER).await.unwrap();
-        c.set("n", "5", memshard::Expiry::NEVER).await.unwrap();
+        c.set("k", "v", Expiry::NEVER).await.unwrap();
+        c.set("n", "5", Expiry::NEVER).await.unwrap();
         fill_pool(&c, &m, "k", base, fill).await;
         m.signal("KILL");
         drop(m);
@@ -176,7 +177,7 @@ async fn restart<C: Api>(fill: Fill) {
                     .into_iter()
                     .try_for_each(|r| r.map(|v| assert_eq!(v, None))),
                 _ => c
-                    .set("k", "again", memshard::Expiry::NEVER)
+                    .set("k", "again", Expiry::NEVER)
                     .await
                     .map(|o| assert_eq!(o, StoreOutcome::Stored)),
             }
@@ -217,8 +218,8 @@ pub async fn an_add_closed_under_it_is_not_sent_again<C: Api>() {
 
 async fn closed_under<C: Api>(harmful: &[&str]) {
     let (m, p, c) = proxied::<C>(1);
-    c.set("k", "v", memshard::Expiry::NEVER).await.unwrap();
-    c.set("n", "10", memshard::Expiry::NEVER).await.unwrap();
+    c.set("k", "v", Expiry::NEVER).await.unwrap();
+    c.set("n", "10", Expiry::NEVER).await.unwrap();
     let harmless = [
         "get",
         "gets",
@@ -234,8 +235,8 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
     ];
     for name in harmless {
         // one request first, so that the fault meets a pooled (reused) connection
-        c.set("gone", "x", memshard::Expiry::NEVER).await.unwrap();
-        c.set("gone2", "x", memshard::Expiry::NEVER).await.unwrap();
+        c.set("gone", "x", Expiry::NEVER).await.unwrap();
+        c.set("gone2", "x", Expiry::NEVER).await.unwrap();
         let conns = p.state.connections.load(Ordering::SeqCst);
         p.state.set(Mode::CloseOnRequest);
         let ok = match name {
@@ -247,24 +248,18 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
                 .gets("k")
                 .await
                 .is_ok_and(|v| v.is_some_and(|i| i.cas.is_some())),
-            "gat" => c
-                .gat("k", memshard::Expiry::NEVER)
-                .await
-                .is_ok_and(|v| v.is_some()),
-            "gats" => c
-                .gats("k", memshard::Expiry::NEVER)
-                .await
-                .is_ok_and(|v| v.is_some()),
+            "gat" => c.gat("k", Expiry::NEVER).await.is_ok_and(|v| v.is_some()),
+            "gats" => c.gats("k", Expiry::NEVER).await.is_ok_and(|v| v.is_some()),
             "touch" => c
-                .touch("k", memshard::Expiry::NEVER)
+                .touch("k", Expiry::NEVER)
                 .await
                 .is_ok_and(|o| o == TouchOutcome::Touched),
             "set" => c
-                .set("k", "v", memshard::Expiry::NEVER)
+                .set("k", "v", Expiry::NEVER)
                 .await
                 .is_ok_and(|o| o == StoreOutcome::Stored),
             "replace" => c
-                .replace("k", "v", memshard::Expiry::NEVER)
+                .replace("k", "v", Expiry::NEVER)
                 .await
                 .is_ok_and(|o| o == StoreOutcome::Stored),
             "delete" => c
@@ -277,7 +272,7 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
                 .iter()
                 .all(|r| matches!(r, Ok(Some(_)))),
             "set_multi" => c
-                .set_multi(&[("k", "v"), ("k2", "v2")], 0, memshard::Expiry::NEVER)
+                .set_multi(&[("k", "v"), ("k2", "v2")], 0, Expiry::NEVER)
                 .await
                 .iter()
                 .all(|r| matches!(r, Ok(StoreOutcome::Stored))),
@@ -307,8 +302,8 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
             "decr" => c.decr("n", 1).await.map(drop),
             "append" => c.append("k", "+").await.map(drop),
             "prepend" => c.prepend("k", "+").await.map(drop),
-            "add" => c.add("k", "x", memshard::Expiry::NEVER).await.map(drop),
-            _ => c.cas("k", "x", memshard::Expiry::NEVER, 1).await.map(drop),
+            "add" => c.add("k", "x", Expiry::NEVER).await.map(drop),
+            _ => c.cas("k", "x", Expiry::NEVER, 1).await.map(drop),
         };
         assert_eq!(p.state.mode(), Mode::Pass, "{name}: the fault fired");
         let Err(Error::Io {
@@ -350,7 +345,7 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
 pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
     let (m, p, c) = proxied::<C>(1);
     let key = "stray";
-    c.set(key, "right", memshard::Expiry::NEVER).await.unwrap();
+    c.set(key, "right", Expiry::NEVER).await.unwrap();
     let strays: [&[u8]; 4] = [
         b"END\r\n",
         b"STORED\r\n",
@@ -367,7 +362,7 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
             let r = match next {
                 "get" => c.get(key).await.map(|v| v.map(|i| i.value)),
                 "add" => c
-                    .add(key, "x", memshard::Expiry::NEVER)
+                    .add(key, "x", Expiry::NEVER)
                     .await
                     .map(|o| (o == StoreOutcome::NotStored).then(|| b"right".to_vec())),
                 "get_multi" => c
@@ -376,7 +371,7 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
                     .remove(0)
                     .map(|v| v.map(|i| i.value)),
                 _ => c
-                    .set(key, "right", memshard::Expiry::NEVER)
+                    .set(key, "right", Expiry::NEVER)
                     .await
                     .map(|o| (o == StoreOutcome::Stored).then(|| b"right".to_vec())),
             };
@@ -401,7 +396,7 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
 /// right answer.
 pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
     let (_server, p, c) = proxied::<C>(0);
-    c.set("k", "right", memshard::Expiry::NEVER).await.unwrap();
+    c.set("k", "right", Expiry::NEVER).await.unwrap();
     let strays: [&[u8]; 3] = [
         b"END\r\n",
         b"STORED\r\n",
@@ -413,7 +408,7 @@ pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
             let outcome = match op {
                 "get" => c.get("k").await.map(|v| v.map(|i| i.value)),
                 _ => c
-                    .add("k", "x", memshard::Expiry::NEVER)
+                    .add("k", "x", Expiry::NEVER)
                     .await
                     .map(|o| (o == StoreOutcome::NotStored).then(|| b"right".to_vec())),
             };
@@ -437,7 +432,7 @@ pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
 pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Api>() {
     let (m, p, c) = proxied::<C>(0);
     let key = "foreign";
-    c.set(key, "right", memshard::Expiry::NEVER).await.unwrap();
+    c.set(key, "right", Expiry::NEVER).await.unwrap();
     let wrong: [&[u8]; 3] = [
         b"STORED\r\n",
         b"VALUE not-asked 0 1\r\nx\r\nEND\r\n",
@@ -461,7 +456,7 @@ pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Ap
         );
     }
     p.state.corrupt_next(b"END\r\n");
-    let r = c.set(key, "x", memshard::Expiry::NEVER).await;
+    let r = c.set(key, "x", Expiry::NEVER).await;
     assert!(
         matches!(r, Err(Error::Protocol { .. })),
         "END to a set: {r:?}"

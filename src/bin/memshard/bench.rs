@@ -1,6 +1,7 @@
 //! `memshard bench`: a memcslap-like load over real servers, and `--route-only` timing.
 
 use hdrhistogram::Histogram;
+use memshard::Expiry;
 use memshard::{Client, Error, Ring};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -188,7 +189,7 @@ fn worker(
             r.sets += 1;
             version += 1;
             let v = make_value(&key, t, version, spec.value_size);
-            match client.set(&key, &v, memshard::Expiry::NEVER) {
+            match client.set(&key, &v, Expiry::NEVER) {
                 Ok(_) => {
                     last_ok.insert(k, version);
                     Ok(())

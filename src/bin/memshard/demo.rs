@@ -11,6 +11,7 @@
 //! closes the pipes on drop and waits), and also when memshard itself dies (Ctrl-C, kill).
 
 use super::{DemoArgs, Failure, usage};
+use memshard::Expiry;
 use memshard::{Client, Flavor, KeyHash, Ring, StoreOutcome, parse_server_list};
 use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -244,10 +245,7 @@ impl Placement {
                     .iter()
                     .map(|&i| (batch[i].0.as_str(), batch[i].1.as_str()))
                     .collect();
-                for ((k, _), r) in part
-                    .iter()
-                    .zip(c.set_multi(&part, 0, memshard::Expiry::NEVER))
-                {
+                for ((k, _), r) in part.iter().zip(c.set_multi(&part, 0, Expiry::NEVER)) {
                     match r {
                         Ok(StoreOutcome::Stored) => {}
                         Ok(other) => return Err(fail(format!("set {k}: {other:?}"))),

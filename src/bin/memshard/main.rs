@@ -9,6 +9,7 @@ mod values;
 
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, value_parser};
+use memshard::Expiry;
 use memshard::{Client, Flavor, HashTag, KeyHash, Ring, StoreOutcome};
 use std::io::{self, BufRead, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -260,7 +261,7 @@ struct RouteArgs {
 /// `--ttl S`: 0 never expires; more than 30 days is sent as the time it ends at.
 fn ttl_expiry(ttl: u32) -> memshard::Expiry {
     match ttl {
-        0 => memshard::Expiry::NEVER,
+        0 => Expiry::NEVER,
         s => memshard::Expiry::after(Duration::from_secs(u64::from(s))),
     }
 }

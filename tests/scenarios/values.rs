@@ -1,0 +1,133 @@
+//! Typed values through the client (issue 15): the builder's codec and a codec per call, the
+//! flags and bytes that reach the server, the typed errors (a type the peer cannot store, a
+//! value of another type, a payload that lies about itself, a decompression bomb), and expiry
+//! as a type. What each codec stores is proved against the peers in `src/core/value` (fixtures
+//! written by the peers) and `tests/values_live.rs` (the peers themselves); here it is the
+//! clients' plumbing, on a real memcached.
+
+use crate::api::{Api, Settings, build};
+use crate::common::servers::Memcached;
+use crate::support::{LO, ttl};
+use memshard::value::{Codec, Transcoder, Value, ValueError};
+use memshard::{Error, Expiry, StoreOutcome};
+use std::time::{Duration, UNIX_EPOCH};
+
+fn value_error(r: memshard::Result<impl std::fmt::Debug>) -> ValueError {
+    match r {
+        Err(Error::Value { source, .. }) => source,
+        other => panic!("expected Error::Value, got {other:?}"),
+    }
+}
+
+/// The builder's codec (php-memcached) is used by `set_value`, `get_value` and `get_as`; a
+/// `_with` codec overrides it for one call. The flags and bytes on the server are the peers'
+/// own: php-memcached stores the int 42 as flags 1 `42`, pylibmc as flags 4 `42`
+/// (value-vectors/php-memcached.json and pylibmc.json, `int-42`).
+pub async fn typed_values_go_through_the_clients_codec<C: Api>() {
+    let s = Memcached::start(LO, 0, "");
+    let m = build::<C>(|b| {
+        b.server_list(&s.addr())
+            .codec(Transcoder::new(Codec::PhpMemcached))
+    });
+    let stored = m.set_value("t:int", &42i64, Expiry::NEVER).await.unwrap();
+    assert_eq!(stored, StoreOutcome::Stored);
+    let item = m.get("t:int").await.unwrap().expect("stored");
+    assert_eq!((item.flags, &item.value[..]), (1, &b"42"[..]));
+    assert_eq!(m.get_as::<i64>("t:int").await.unwrap(), Some(42));
+    assert_eq!(m.get_value("t:int").await.unwrap(), Some(Value::Int(42)));
+    // The same item read with another codec: pylibmc's flags 1 is a pickle, the raw codec
+    // gives the bytes.
+    assert_eq!(
+        m.get_value_with(Codec::Raw, "t:int").await.unwrap(),
+        Some(Value::Bytes(b"42".to_vec()))
+    );
+    assert!(matches!(
+        value_error(m.get_as::<String>("t:int").await),
+        ValueError::Type { .. }
+    ));
+    assert!(
+        m.get("t:int").await.unwrap().is_some(),
+        "a type error leaves the item"
+    );
+
+    m.set_value_with(Codec::Pylibmc, "t:py", &42i64, Expiry::NEVER)
+        .await
+        .unwrap();
+    let item = m.get("t:py").await.unwrap().expect("stored");
+    assert_eq!((item.flags, &item.value[..]), (4, &b"42"[..]));
+
+    assert_eq!(m.get_as::<i64>("t:absent").await.unwrap(), None);
+}
+
+/// A type the peer cannot store is refused before anything is sent (spymemcached cannot
+/// store null: `BaseSerializingTranscoder.java:96-98`); a payload whose flags promise what it
+/// does not hold, and a compressed payload announcing more than the maximum value size, are
+/// typed errors, not made-up values.
+pub async fn values_a_codec_cannot_handle_are_typed_errors<C: Api>() {
+    let s = Memcached::start(LO, 0, "");
+    let m = build::<C>(|b| b.server_list(&s.addr()).max_value_size(4096));
+    let e = m
+        .set_value_with(
+            Codec::Spymemcached,
+            "t:null",
+            &Option::<i64>::None,
+            Expiry::NEVER,
+        )
+        .await;
+    assert!(matches!(value_error(e), ValueError::Unsupported { .. }));
+    assert_eq!(s.raw_get(b"t:null"), None, "nothing was sent");
+
+    // php-memcached flags 0x10 (compressed) without a method: PHP says "unrecognised
+    // compression type".
+    m.set_raw("t:bad", "abcd", 0x10, Expiry::NEVER)
+        .await
+        .unwrap();
+    let e = m.get_value_with(Codec::PhpMemcached, "t:bad").await;
+    assert!(matches!(value_error(e), ValueError::Malformed { .. }));
+
+    // A FastLZ string (0x50) whose 4-byte length prefix says 1,000,000 bytes: refused before
+    // anything is allocated, with the client's maximum value size.
+    let mut bomb = 1_000_000u32.to_le_bytes().to_vec();
+    bomb.extend_from_slice(b"\x00a");
+    m.set_raw("t:bomb", &bomb, 0x50, Expiry::NEVER)
+        .await
+        .unwrap();
+    let e = m.get_value_with(Codec::PhpMemcached, "t:bomb").await;
+    assert_eq!(
+        value_error(e),
+        ValueError::TooLarge {
+            size: 1_000_000,
+            max: 4096
+        }
+    );
+}
+
+/// memcached reads an exptime above 30 days as a Unix time (`doc/protocol.txt`): a TTL of 40
+/// days is sent as the time it ends at and the item is kept; an absolute time in the past
+/// expires it at once; a TTL below a second is one second, never 0 ("never expires").
+pub async fn expiry_beyond_thirty_days_is_kept<C: Api>() {
+    let s = Memcached::start(LO, 0, "");
+    let m = build::<C>(|b| b.server_list(&s.addr()));
+    let forty_days = Duration::from_secs(40 * 86_400);
+    m.set("e:40d", "v", forty_days).await.unwrap();
+    assert!(m.get("e:40d").await.unwrap().is_some(), "kept for 40 days");
+    let left = ttl(&s, "e:40d").expect("held");
+    assert!(
+        (39 * 86_400..=40 * 86_400).contains(&left),
+        "memcached holds it for {left} s"
+    );
+    m.set(
+        "e:past",
+        "v",
+        UNIX_EPOCH + Duration::from_secs(1_000_000_000),
+    )
+    .await
+    .unwrap();
+    assert_eq!(m.get("e:past").await.unwrap(), None, "already expired");
+    m.set("e:short", "v", Duration::from_millis(1))
+        .await
+        .unwrap();
+    assert_ne!(ttl(&s, "e:short"), Some(-1), "not stored as never expiring");
+    m.touch("e:40d", Expiry::NEVER).await.unwrap();
+    assert_eq!(ttl(&s, "e:40d"), Some(-1));
+}
