@@ -41,6 +41,7 @@ mod compress;
 mod dalli;
 mod node;
 mod php;
+mod php_float;
 mod pylibmc;
 mod serial;
 mod spymemcached;
@@ -435,3 +436,5 @@ fn json(text: &[u8]) -> Result<Value, serde_json::Error> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_php;
