@@ -22,7 +22,7 @@ const JUSTIFIED_FOREIGN: &[(&str, Encoding, &str)] = &[
     (
         "php-memcached",
         Encoding::PhpSerialize,
-        "PHP serialize (type 4): deser-php, next step",
+        "PHP serialize (type 4): objects (`O:`) and what JSON cannot hold stay foreign",
     ),
     (
         "php-memcached",
@@ -32,7 +32,7 @@ const JUSTIFIED_FOREIGN: &[(&str, Encoding, &str)] = &[
     (
         "php-memcached",
         Encoding::Msgpack,
-        "msgpack (type 7): rmpv, next step",
+        "msgpack (type 7): classes, bin, ext and what JSON cannot hold stay foreign",
     ),
     (
         "pylibmc",
@@ -85,7 +85,9 @@ fn kinds_for(ty: &str) -> &'static [&'static str] {
         "number" | "float" | "Float" | "java.lang.Float" | "java.lang.Double" => &["float"],
         "bool" | "boolean" | "TrueClass" | "FalseClass" | "java.lang.Boolean" => &["bool"],
         "null" | "NilClass" | "NoneType" => &["null"],
-        "array" | "stdClass" | "Array" | "Object" | "Hash" | "list" | "dict" | "tuple" => &["json"],
+        "array" | "stdClass" | "Array" | "Object" | "Hash" | "list" | "dict" | "tuple" => {
+            &["json", "msgpack"]
+        }
         _ => &[],
     }
 }
@@ -147,6 +149,14 @@ fn matches(v: &Value, exp: &J) -> bool {
         return (Some(n) == digits.as_u64() || Some(text.len() as u64) == digits.as_u64())
             && sha256_hex(text.as_bytes()) == sum;
     }
+    // php-memcached's big PHP array: `array("key0" => "value 0", ... "key199" => "value 199")`.
+    if let (Some(r), Some(n), Value::Json(J::Object(m))) =
+        (exp["recipe"].as_str(), exp["count"].as_u64(), v)
+        && r.starts_with("array(\"key0\" => \"value 0\"")
+    {
+        return m.len() as u64 == n
+            && (0..n).all(|i| m.get(&format!("key{i}")) == Some(&J::from(format!("value {i}"))));
+    }
     let Some(j) = exp.get("json") else {
         return false; // utf16be_hex (a lone surrogate): not representable; read_back decides
     };
@@ -160,7 +170,7 @@ fn matches(v: &Value, exp: &J) -> bool {
         Value::Float(f) => float_matches(*f, j, ty == "java.lang.Float"),
         Value::Bool(b) => j.as_bool() == Some(*b),
         Value::Null => j.is_null(),
-        Value::Json(x) => x == j,
+        Value::Json(x) | Value::Msgpack(x) => x == j,
         _ => false,
     }
 }

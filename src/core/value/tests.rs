@@ -110,7 +110,6 @@ fn corrupt_streams_are_typed_errors() {
 fn unknown_flags_come_back_with_their_flags() {
     for (codec, flags) in [
         (Codec::PhpMemcached, 8),
-        (Codec::PhpMemcached, 0x90),
         (Codec::Pylibmc, 0x50),
         (Codec::Pylibmc, 3),
         (Codec::Dalli, 4),
