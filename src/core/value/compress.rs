@@ -17,6 +17,8 @@ pub enum Compression {
     Zlib,
     /// A gzip member (spymemcached 2, dalli 2 with `Dalli::GzipCompressor`).
     Gzip,
+    /// zstd (php-memcached 3.3).
+    Zstd,
 }
 
 impl fmt::Display for Compression {
@@ -25,6 +27,7 @@ impl fmt::Display for Compression {
             Compression::FastLz => "FastLZ",
             Compression::Zlib => "zlib",
             Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
         })
     }
 }

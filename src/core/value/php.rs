@@ -74,7 +74,7 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
             }
             out
         } else if flags & ZSTD != 0 {
-            zstd(flags, payload, max)?
+            zstd(payload, max)?
         } else {
             return Err(malformed(
                 Codec::PhpMemcached,
@@ -135,14 +135,15 @@ fn double(data: &[u8]) -> Option<f64> {
 
 /// A zstd frame after php-memcached 3.3's prefix: the prefix (already checked against `max`) is
 /// the exact output length, and the frame must say its content size, as 3.3 requires.
-fn zstd(flags: u32, payload: &[u8], max: usize) -> Result<Vec<u8>, ValueError> {
-    let bad = |detail: String| malformed(Codec::PhpMemcached, flags, detail);
+fn zstd(payload: &[u8], max: usize) -> Result<Vec<u8>, ValueError> {
+    let bad = |detail: String| ValueError::Decompress {
+        method: Compression::Zstd,
+        detail,
+    };
     if payload.len() < 4 {
-        return Err(bad("zstd: shorter than the 4-byte length prefix".into()));
+        return Err(bad("shorter than the 4-byte length prefix".into()));
     }
-    // Only the size check can fail here (the length was checked above); `Compression` has no
-    // zstd method to name.
-    let (len, frame) = compress::php_prefix(Compression::Zlib, payload, max)?;
+    let (len, frame) = compress::php_prefix(Compression::Zstd, payload, max)?;
     // Frame header: magic, then the descriptor; no content size when its size flag (bits 6-7)
     // is 0 and the single-segment bit (5) is clear (RFC 8878, 3.1.1.1.1).
     match frame {
@@ -161,12 +162,12 @@ fn zstd(flags: u32, payload: &[u8], max: usize) -> Result<Vec<u8>, ValueError> {
     let window = (len as u64).saturating_mul(2).max(1 << 20);
     let mut decoder =
         ruzstd::decoding::StreamingDecoder::new_with_max_window_size(&mut source, window)
-            .map_err(|e| bad(format!("zstd: {e}")))?;
+            .map_err(|e| bad(format!("{e}")))?;
     let mut out = Vec::new();
     (&mut decoder)
         .take(len as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| bad(format!("zstd: {e}")))?;
+        .map_err(|e| bad(format!("{e}")))?;
     // PHP 3.3 decompresses into exactly `len` bytes: more fails, fewer leaves the tail
     // uninitialised (as its FastLZ path does); both are refused.
     if out.len() != len {
@@ -185,10 +186,10 @@ fn zstd(flags: u32, payload: &[u8], max: usize) -> Result<Vec<u8>, ValueError> {
         frame_decoder.get_calculated_checksum(),
     ) && stored != computed
     {
-        return Err(bad("zstd: content checksum mismatch".into()));
+        return Err(bad("content checksum mismatch".into()));
     }
     if !source.is_empty() {
-        return Err(bad("zstd: data after the frame".into()));
+        return Err(bad("data after the frame".into()));
     }
     Ok(out)
 }
