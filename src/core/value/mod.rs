@@ -438,3 +438,5 @@ fn json(text: &[u8]) -> Result<Value, serde_json::Error> {
 mod tests;
 #[cfg(test)]
 mod tests_php;
+#[cfg(test)]
+mod tests_pylibmc;

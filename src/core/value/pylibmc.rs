@@ -9,14 +9,18 @@
 //! | 16 | `str` as UTF-8 | `String`; invalid UTF-8 is `Malformed` (pylibmc: UnicodeDecodeError) |
 //! | 4 | `str(int)`, any size | `Int`, or `BigInt` beyond 64 bits; Python's `int()` rules (surrounding whitespace, `+`, `_` between digits) |
 //! | 2 | a bool as `1` / `0` | `Bool` for `1` / `0` (pylibmc itself reads an int 1 / 0), any other integer `Int` |
-//! | 1 | a pickle (protocol 5 by default) | `Foreign` (`pickle`); empty is `Malformed` (pylibmc: TypeError) |
+//! | 1 | a pickle (protocol 5 by default) | the value (`serial::pickle`: scalars, lists, tuples, str-keyed dicts), else `Foreign` (`pickle`); empty is `Malformed` (pylibmc: TypeError) |
 //! | 8 with any of the above | a bare zlib stream (`zlib.compress`), no length prefix | inflated (capped), then as above |
 //!
 //! pylibmc ignores every other bit and reads a combination of type bits as an error; both come
 //! back `Unknown` here (so PHP's 0x50 is not misread as a `str` of compressed bytes).
 
+use std::borrow::Cow;
+use std::io::Write;
+
 use super::compress;
-use super::{Codec, Encoding, Value, ValueError, decimal_integer, malformed, unknown};
+use super::serial::pickle;
+use super::{Codec, Encoding, Value, ValueError, decimal_integer, malformed, unknown, unsupported};
 
 const PICKLE: u32 = 1;
 const INTEGER: u32 = 2;
@@ -51,9 +55,12 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
             if data.is_empty() {
                 return Err(bad("empty pickle"));
             }
-            Value::Foreign {
-                encoding: Encoding::Pickle,
-                bytes: data,
+            match pickle::decode(&data) {
+                Some(v) => v,
+                None => Value::Foreign {
+                    encoding: Encoding::Pickle,
+                    bytes: data,
+                },
             }
         }
     })
@@ -81,10 +88,99 @@ fn python_int(data: &[u8]) -> Option<Value> {
     decimal_integer(&text)
 }
 
+/// `value` as pylibmc 1.6.3 stores it: `_PylibMC_serialize_native` (`_pylibmcmodule.c:1214-1245`)
+/// picks the flags by type, then `_PylibMC_RunSetCommand` (`:1286-1298`) deflates.
+///
+/// | value | flags | payload |
+/// |---|---|---|
+/// | `Bytes` | 0 | as is |
+/// | `String` | 16 | UTF-8 |
+/// | `Bool` | 2 | `1` / `0` (tested before int in pylibmc, as `bool` is an `int`) |
+/// | `Int`, `BigInt` | 4 | `str(int)` |
+/// | `Float`, `Null`, a list or map | 1 | a pickle (protocol 3 here, 5 in pylibmc: see `serial::pickle`) |
+/// | `Foreign` pickle | 1 | its bytes as they are |
+///
+/// Then, when `compress_level != 0 && min_compress_len > 0 && len >= min_compress_len`, the
+/// payload is zlib-deflated at `compress_level` and kept only if strictly shorter, flags |= 8.
+/// A level above 9 makes zlib's `deflateInit` fail, which pylibmc ignores: stored plain.
 pub(super) fn encode(
     value: &Value,
-    _options: &super::PylibmcOptions,
+    options: &super::PylibmcOptions,
     _max: usize,
 ) -> Result<(u32, Vec<u8>), ValueError> {
-    Err(super::unsupported(Codec::Pylibmc, value, "not written yet"))
+    let value = json_scalar(value);
+    let value = value.as_ref();
+    let (flags, data) = match value {
+        Value::Bytes(b) => (0, b.clone()),
+        Value::String(s) => (TEXT, s.as_bytes().to_vec()),
+        Value::Bool(b) => (INTEGER, vec![if *b { b'1' } else { b'0' }]),
+        Value::Int(i) => (LONG, i.to_string().into_bytes()),
+        Value::BigInt(d) => match decimal_integer(d.as_bytes()) {
+            Some(Value::Int(i)) => (LONG, i.to_string().into_bytes()),
+            Some(Value::BigInt(d)) => (LONG, d.into_bytes()),
+            _ => {
+                return Err(unsupported(
+                    Codec::Pylibmc,
+                    value,
+                    format!("{d:?} is not a decimal integer"),
+                ));
+            }
+        },
+        Value::Float(_) | Value::Null | Value::Json(_) => (
+            PICKLE,
+            pickle::encode(value).map_err(|e| unsupported(Codec::Pylibmc, value, e))?,
+        ),
+        Value::Foreign {
+            encoding: Encoding::Pickle,
+            bytes,
+        } => (PICKLE, bytes.clone()),
+        other => {
+            return Err(unsupported(
+                Codec::Pylibmc,
+                other,
+                "pylibmc stores bytes, str, bool, int and pickles; convert the value, or store \
+                 it with the codec of the peer that wrote it (or the raw codec)",
+            ));
+        }
+    };
+    let level = options.compress_level;
+    if level != 0
+        && options.min_compress_len > 0
+        && data.len() >= options.min_compress_len
+        && let Some(z) = deflate(&data, level).filter(|z| z.len() < data.len())
+    {
+        return Ok((flags | ZLIB, z));
+    }
+    Ok((flags, data))
+}
+
+/// `_PylibMC_Deflate` (`:288-345`): `deflateInit(level)` + one `deflate(Z_FINISH)`. `None`
+/// where zlib refuses the level.
+fn deflate(data: &[u8], level: u32) -> Option<Vec<u8>> {
+    if level > 9 {
+        return None;
+    }
+    let mut e = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(data.len() / 2),
+        flate2::Compression::new(level),
+    );
+    e.write_all(data).ok()?;
+    e.finish().ok()
+}
+
+/// A `Json` scalar is the typed variant it stands for (a `Json` string is a `str` to pylibmc).
+pub(super) fn json_scalar(value: &Value) -> Cow<'_, Value> {
+    use serde_json::Value as J;
+    Cow::Owned(match value {
+        Value::Json(J::Null) => Value::Null,
+        Value::Json(J::Bool(b)) => Value::Bool(*b),
+        Value::Json(J::String(s)) => Value::String(s.clone()),
+        Value::Json(J::Number(n)) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Value::Int(i),
+            _ if n.is_u64() => Value::BigInt(n.to_string()),
+            (_, Some(f)) => Value::Float(f),
+            _ => return Cow::Borrowed(value),
+        },
+        _ => return Cow::Borrowed(value),
+    })
 }

@@ -1,0 +1,492 @@
+//! pylibmc's write side and pickles, against value-vectors/pylibmc.json (written by pylibmc
+//! 1.6.3 itself) and pickles written by Python 3.11's `pickle.dumps` (pylibmc's pickler).
+
+use std::io::Read;
+
+use serde_json::Value as J;
+use sha2::{Digest, Sha256};
+
+use super::serial::pickle;
+use super::*;
+
+const MAX: usize = 1 << 20;
+
+pub(super) fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+pub(super) fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+fn fixture(name: &str) -> J {
+    let path = format!("{}/value-vectors/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture JSON")
+}
+
+fn inflate(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::ZlibDecoder::new(data)
+        .read_to_end(&mut out)
+        .expect("zlib");
+    out
+}
+
+/// value-vectors/README.md, "Recipes".
+fn recipe(r: &str) -> Vec<u8> {
+    let args: Vec<usize> = r[r.find('(').expect("(") + 1..r.len() - 1]
+        .split(", ")
+        .map(|a| a.parse().expect("recipe argument"))
+        .collect();
+    let text = |n: usize| {
+        let mut t = Vec::new();
+        let mut i = 0;
+        while t.len() < n {
+            t.extend(format!("line {i:06}: the quick brown fox jumps over the lazy dog\n").bytes());
+            i += 1;
+        }
+        t.truncate(n);
+        t
+    };
+    let noise = |n: usize| {
+        let mut t = Vec::new();
+        let mut i = 0;
+        while t.len() < n {
+            t.extend(Sha256::digest(format!("memshard-{i}")));
+            i += 1;
+        }
+        t.truncate(n);
+        t
+    };
+    match (&r[..r.find('(').expect("(")], args.as_slice()) {
+        ("text", [n]) => text(*n),
+        ("noise", [n]) => noise(*n),
+        ("mix", [k, n]) => [text(*k), noise(n - k)].concat(),
+        _ => panic!("unknown recipe {r}"),
+    }
+}
+
+/// The value pylibmc was given, from the fixture's rendering of it.
+fn value_of(v: &J) -> Value {
+    let ty = v["type"].as_str().expect("type");
+    if let Some(r) = v.get("recipe").and_then(J::as_str) {
+        if ty == "int" {
+            // "int('1' * 3000)"
+            let digits = v["digits"].as_u64().expect("digits") as usize;
+            let d = "1".repeat(digits);
+            assert_eq!(sha256_hex(d.as_bytes()), v["decimal_sha256"]);
+            return Value::BigInt(d);
+        }
+        if let Some(j) = v.get("json") {
+            return Value::Json(j.clone());
+        }
+        let data = recipe(r);
+        assert_eq!(sha256_hex(&data), v["sha256"], "recipe {r}");
+        return match ty {
+            "str" => Value::String(String::from_utf8(data).expect("text")),
+            _ => Value::Bytes(data),
+        };
+    }
+    match ty {
+        "str" => Value::String(v["json"].as_str().expect("str").to_owned()),
+        "bytes" => Value::Bytes(unhex(v["hex"].as_str().expect("hex"))),
+        "int" => match v.get("decimal").and_then(J::as_str) {
+            Some(d) => Value::BigInt(d.to_owned()),
+            None => Value::Int(v["json"].as_i64().expect("int")),
+        },
+        "bool" => Value::Bool(v["json"].as_bool().expect("bool")),
+        "NoneType" => Value::Null,
+        "float" => Value::Float(match &v["json"] {
+            J::String(s) if s == "Infinity" => f64::INFINITY,
+            J::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+            J::String(s) if s == "NaN" => f64::NAN,
+            j => j.as_f64().expect("float"),
+        }),
+        "list" | "dict" | "tuple" => Value::Json(v["json"].clone()),
+        other => panic!("type {other}"),
+    }
+}
+
+/// Equal, with floats compared by bits (so NaN equals NaN and -0.0 differs from 0.0).
+pub(super) fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => {
+            x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan()
+        }
+        _ => a == b,
+    }
+}
+
+fn options_of(settings: &J) -> PylibmcOptions {
+    let level = settings["compress_level"].as_i64().expect("compress_level");
+    PylibmcOptions {
+        min_compress_len: settings["min_compress_len"].as_u64().expect("min") as usize,
+        // -1 is zlib's Z_DEFAULT_COMPRESSION, level 6.
+        compress_level: if level < 0 { 6 } else { level as u32 },
+    }
+}
+
+#[test]
+fn every_pylibmc_write_is_stored_as_pylibmc_stores_it() {
+    let doc = fixture("pylibmc.json");
+    let (mut exact, mut deflated, mut pickled, mut edge) = (0, 0, 0, Vec::new());
+    for case in doc["writes"].as_array().expect("writes") {
+        let name = case["name"].as_str().expect("name");
+        let value = value_of(&case["value"]);
+        let opts = options_of(&case["settings"]);
+        let t = Transcoder::new(Codec::Pylibmc).with_pylibmc(opts.clone());
+        let ours = t
+            .encode(&value, MAX)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let flags = case["flags"].as_u64().expect("flags") as u32;
+        let payload = unhex(case["payload"].as_str().expect("payload"));
+        let plain = if flags & 8 != 0 {
+            inflate(&payload)
+        } else {
+            payload.clone()
+        };
+        if ours.flags != flags {
+            // Only at the edge of "strictly shorter": flate2 (miniz_oxide) deflates to another
+            // length than zlib 1.2.13, and the decision follows our length, as pylibmc's follows
+            // zlib's. Both are stated, so a change of either shows.
+            let level = flate2::Compression::new(opts.compress_level);
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            std::io::Write::write_all(&mut z, &plain).expect("deflate");
+            let ours_len = z.finish().expect("deflate").len();
+            assert_eq!(
+                ours.flags ^ flags,
+                8,
+                "{name}: flags {:#x}, pylibmc {flags:#x}",
+                ours.flags
+            );
+            let our_plain = if ours.flags & 8 != 0 {
+                inflate(&ours.bytes)
+            } else {
+                ours.bytes.clone()
+            };
+            assert_eq!(our_plain, plain, "{name}");
+            edge.push(format!(
+                "{name}: {} bytes deflate to {} with zlib (pylibmc {flags:#x}), to {ours_len} \
+                 with flate2 (memshard {:#x})",
+                plain.len(),
+                if flags & 8 != 0 {
+                    payload.len()
+                } else {
+                    plain.len()
+                },
+                ours.flags
+            ));
+            continue;
+        }
+        if flags & 1 != 0 {
+            // A pickle: ours is protocol 3, pylibmc's protocol 0-5; both must be the value.
+            let theirs = decode(Codec::Pylibmc, flags, &payload, MAX).expect("decode theirs");
+            let back = decode(Codec::Pylibmc, ours.flags, &ours.bytes, MAX).expect("decode ours");
+            assert!(
+                same(&theirs, &value),
+                "{name}: pylibmc's pickle reads {theirs:?}"
+            );
+            assert!(same(&back, &value), "{name}: our pickle reads {back:?}");
+            pickled += 1;
+        } else if flags & 8 != 0 {
+            assert_eq!(inflate(&ours.bytes), plain, "{name}: our zlib stream");
+            assert!(ours.bytes.len() < plain.len(), "{name}");
+            deflated += 1;
+        } else {
+            assert_eq!(ours.bytes, payload, "{name}: payload");
+            exact += 1;
+        }
+    }
+    println!(
+        "pylibmc writes: {exact} byte-exact, {deflated} zlib (same flags, inflate to pylibmc's \
+         bytes), {pickled} pickles (same flags, same value), {} flag differences at the \
+         deflate edge: {edge:?}",
+        edge.len()
+    );
+    assert_eq!(exact + deflated + pickled + edge.len(), 59);
+    // The only cases sized to the edge (README.md: deflate 3000 → 3000 plain, 2999 compressed).
+    assert!(
+        edge.iter()
+            .all(|e| e.starts_with("bytes-deflate-equal-min1")
+                || e.starts_with("bytes-deflate-one-shorter-min1")),
+        "{edge:?}"
+    );
+}
+
+#[test]
+fn every_pylibmc_write_decodes_to_the_value_pylibmc_was_given() {
+    let doc = fixture("pylibmc.json");
+    let (mut typed, mut foreign) = (0, 0);
+    for case in doc["writes"].as_array().expect("writes") {
+        let name = case["name"].as_str().expect("name");
+        let flags = case["flags"].as_u64().expect("flags") as u32;
+        let payload = unhex(case["payload"].as_str().expect("payload"));
+        let v = decode(Codec::Pylibmc, flags, &payload, MAX).expect(name);
+        if let Value::Foreign { .. } = v {
+            foreign += 1;
+            continue;
+        }
+        assert!(same(&v, &value_of(&case["value"])), "{name}: {v:?}");
+        typed += 1;
+    }
+    println!("pylibmc writes decoded: {typed} typed, {foreign} foreign");
+    assert_eq!((typed, foreign), (59, 0));
+}
+
+#[test]
+fn pylibmc_reads_of_pickles_agree_with_pylibmc() {
+    let doc = fixture("pylibmc.json");
+    for case in doc["reads"].as_array().expect("reads") {
+        let flags = case["flags"].as_u64().expect("flags") as u32;
+        if flags & !8 != 1 {
+            continue;
+        }
+        let name = case["name"].as_str().expect("name");
+        let got = decode(
+            Codec::Pylibmc,
+            flags,
+            &unhex(case["payload"].as_str().expect("hex")),
+            MAX,
+        );
+        match case["result"].get("error") {
+            // pylibmc raises: never a value here.
+            Some(_) => assert!(
+                matches!(got, Err(_) | Ok(Value::Foreign { .. })),
+                "{name}: {got:?}"
+            ),
+            None => assert!(
+                same(&got.expect(name), &value_of(&case["result"])),
+                "{name}"
+            ),
+        }
+    }
+}
+
+/// Python 3.11 `pickle.dumps(value, protocol=5)` unless named.
+fn py(hex: &str) -> Option<Value> {
+    pickle::decode(&unhex(hex))
+}
+
+#[test]
+fn python_pickles_outside_the_subset_stay_foreign() {
+    // {1, 2}: EMPTY_SET/ADDITEMS; protocol 2: GLOBAL builtins.set + REDUCE.
+    assert_eq!(py("80059509000000000000008f94284b014b02902e"), None);
+    assert_eq!(
+        py("8002635f5f6275696c74696e5f5f0a7365740a71005d7101284b014b02658571025271032e"),
+        None
+    );
+    // [b"x"], {1: "a"}, [nan], datetime.date(2020, 1, 1)
+    assert_eq!(py("80059508000000000000005d9443017894612e"), None);
+    assert_eq!(py("8005950a000000000000007d944b018c016194732e"), None);
+    assert_eq!(py("8005950d000000000000005d94477ff8000000000000612e"), None);
+    assert_eq!(
+        py(
+            "80059520000000000000008c086461746574696d65948c0464617465949394430407e4010194859452942e"
+        ),
+        None
+    );
+    // b"\x00\xff" at protocol 2: _codecs.encode via REDUCE.
+    assert_eq!(
+        py(
+            "8002635f636f646563730a656e636f64650a7100580300000000c3bf710158060000006c6174696e3171028671035271042e"
+        ),
+        None
+    );
+    // x = []; [x, x]: the same list twice (a GET of a list).
+    assert_eq!(py("80059509000000000000005d94285d946801652e"), None);
+    let foreign = decode(
+        Codec::Pylibmc,
+        1,
+        &unhex("80059509000000000000005d94285d946801652e"),
+        MAX,
+    );
+    assert!(matches!(
+        foreign,
+        Ok(Value::Foreign {
+            encoding: Encoding::Pickle,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn python_pickles_in_the_subset_are_values() {
+    // ["a", "a"]: the second "a" is a BINGET of the first.
+    assert_eq!(
+        py("8005950b000000000000005d94288c0161946801652e"),
+        Some(Value::Json(serde_json::json!(["a", "a"])))
+    );
+    // json.loads('[{"id":1,"name":"x"},{"id":2,"name":"y"}]'): json shares the keys (BINGET).
+    assert_eq!(
+        py(
+            "80059529000000000000005d94287d94288c026964944b018c046e616d65948c017894757d942868024b0268038c01799475652e"
+        ),
+        Some(Value::Json(
+            serde_json::json!([{"id": 1, "name": "x"}, {"id": 2, "name": "y"}])
+        ))
+    );
+    assert_eq!(
+        py("80059510000000000000008a0d000000000000000000000000102e"),
+        Some(Value::BigInt("1267650600228229401496703205376".into()))
+    );
+    // -2**100, protocol 3
+    assert_eq!(
+        py("80038a0d000000000000000000000000f02e"),
+        Some(Value::BigInt("-1267650600228229401496703205376".into()))
+    );
+    // [2**64 - 1]: a u64 fits in JSON.
+    assert_eq!(
+        py("8005950f000000000000005d948a09ffffffffffffffff00612e"),
+        Some(Value::Json(serde_json::json!([u64::MAX])))
+    );
+    // (1, "a") at protocol 0: MARK, INT, UNICODE, PUT, TUPLE.
+    assert_eq!(
+        py("2849310a56610a70300a7470310a2e"),
+        Some(Value::Json(serde_json::json!([1, "a"])))
+    );
+}
+
+#[test]
+fn our_pickles_read_back_as_the_same_values() {
+    let values = [
+        Value::Null,
+        Value::Bool(true),
+        Value::Int(i64::MIN),
+        Value::BigInt("-1267650600228229401496703205376".into()),
+        Value::BigInt("18446744073709551616".into()),
+        Value::Float(f64::NAN),
+        Value::Float(-0.0),
+        Value::Float(f64::NEG_INFINITY),
+        Value::String("h\u{e9}llo".into()),
+        Value::Bytes(vec![0, 0xff]),
+        Value::Json(serde_json::json!([1, "two", 3.5, null, true, [u64::MAX], {"k": {"n": -1}}])),
+        Value::Json(serde_json::json!({})),
+    ];
+    for v in values {
+        let p = pickle::encode(&v).expect("encode");
+        assert!(p.starts_with(&[0x80, 3]), "protocol 3");
+        let back = pickle::decode(&p).unwrap_or_else(|| panic!("{v:?} does not read back"));
+        assert!(same(&back, &v), "{v:?} read back as {back:?}");
+    }
+    assert!(pickle::encode(&Value::BigInt("12a".into())).is_err());
+    assert!(pickle::encode(&Value::Msgpack(J::Null)).is_err());
+}
+
+#[test]
+fn hostile_pickles_are_refused_before_serde_pickle_runs() {
+    // BINBYTES8 announcing 2^60 bytes: refused by the length check, nothing allocated.
+    let mut p = vec![0x80, 4, 0x8e];
+    p.extend((1u64 << 60).to_le_bytes());
+    p.push(b'.');
+    assert_eq!(pickle::decode(&p), None);
+    // 200 nested lists: beyond the depth limit, no stack overflow.
+    let mut p = vec![0x80, 2];
+    p.extend(std::iter::repeat_n(b']', 200));
+    p.extend(std::iter::repeat_n(b'a', 199));
+    p.push(b'.');
+    assert_eq!(pickle::decode(&p), None);
+    // 100 nested lists: fine.
+    let mut p = vec![0x80, 2];
+    p.extend(std::iter::repeat_n(b']', 100));
+    p.extend(std::iter::repeat_n(b'a', 99));
+    p.push(b'.');
+    assert!(matches!(pickle::decode(&p), Some(Value::Json(_))));
+    // A 255-byte str memoized, then fetched 10,000 times: 2.5 MB of copies from 20 kB.
+    let mut p = vec![0x80, 4, b'(', 0x8c, 0xff];
+    p.extend([b'x'; 255]);
+    p.push(0x94);
+    for _ in 0..10_000 {
+        p.extend([b'h', 0]);
+    }
+    p.extend([b'l', b'.']);
+    assert_eq!(pickle::decode(&p), None);
+    // The same with 10 fetches reads.
+    let mut p = vec![0x80, 4, b'(', 0x8c, 3, b'a', b'b', b'c', 0x94];
+    for _ in 0..10 {
+        p.extend([b'h', 0]);
+    }
+    p.extend([b'l', b'.']);
+    assert_eq!(
+        pickle::decode(&p),
+        Some(Value::Json(J::Array(vec![J::from("abc"); 11])))
+    );
+    // DUP; a PUT of a memo reference; a memo id reused; data after STOP; truncated.
+    assert_eq!(pickle::decode(b"\x80\x02N2l."), None);
+    assert_eq!(pickle::decode(b"\x80\x02Nq\x00q\x01."), None);
+    assert_eq!(pickle::decode(b"\x80\x02(Nq\x00Nq\x00l."), None);
+    assert_eq!(pickle::decode(b"\x80\x02N.N"), None);
+    assert_eq!(pickle::decode(b"\x80\x02X\x05\x00\x00\x00ab"), None);
+    assert_eq!(pickle::decode(b""), None);
+}
+
+#[test]
+fn pylibmc_refuses_what_it_cannot_store() {
+    let t = Transcoder::new(Codec::Pylibmc);
+    for v in [
+        Value::Msgpack(J::Null),
+        Value::Foreign {
+            encoding: Encoding::RubyMarshal,
+            bytes: vec![4, 8, b'0'],
+        },
+        Value::Unknown {
+            flags: 3,
+            bytes: vec![],
+        },
+        Value::BigInt("1e5".into()),
+    ] {
+        assert!(
+            matches!(
+                t.encode(&v, MAX),
+                Err(ValueError::Unsupported {
+                    codec: Codec::Pylibmc,
+                    ..
+                })
+            ),
+            "{v:?}"
+        );
+    }
+    // A pickle from elsewhere is stored as it is; JSON scalars are their types.
+    let p = Value::Foreign {
+        encoding: Encoding::Pickle,
+        bytes: vec![0x80, 5, b'N', b'.'],
+    };
+    assert_eq!(
+        t.encode(&p, MAX).map(|e| (e.flags, e.bytes)),
+        Ok((1, vec![0x80, 5, b'N', b'.']))
+    );
+    assert_eq!(
+        t.encode(&Value::Json(J::from("x")), MAX).map(|e| e.flags),
+        Ok(16)
+    );
+    assert_eq!(
+        t.encode(&Value::Json(J::from(7)), MAX)
+            .map(|e| (e.flags, e.bytes)),
+        Ok((4, b"7".to_vec()))
+    );
+    assert_eq!(
+        t.encode(&Value::Json(J::from(u64::MAX)), MAX)
+            .map(|e| e.flags),
+        Ok(4)
+    );
+    // Level 10: zlib's deflateInit fails and pylibmc stores plain.
+    let opts = PylibmcOptions {
+        min_compress_len: 1,
+        compress_level: 10,
+    };
+    let e = Transcoder::new(Codec::Pylibmc)
+        .with_pylibmc(opts)
+        .encode(&Value::String("a".repeat(5000)), MAX)
+        .expect("encode");
+    assert_eq!((e.flags, e.bytes.len()), (16, 5000));
+    // The size cap applies to what is stored.
+    assert!(matches!(
+        t.encode(&Value::Bytes(vec![0; 101]), 100),
+        Err(ValueError::TooLarge { .. })
+    ));
+}
