@@ -439,4 +439,6 @@ mod tests;
 #[cfg(test)]
 mod tests_php;
 #[cfg(test)]
+mod tests_dalli;
+#[cfg(test)]
 mod tests_pylibmc;
