@@ -78,7 +78,7 @@ pub fn parse_value(ty: ValueType, text: &[u8]) -> Result<Value, String> {
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return Err("bytes in hex need an even number of digits".into());
     }
     b.chunks(2)

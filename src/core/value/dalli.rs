@@ -20,7 +20,6 @@
 use std::io::Write;
 
 use super::compress;
-use super::pylibmc::json_scalar;
 use super::serial::marshal;
 use super::{
     Codec, DalliCompressor, DalliSerializer, Encoding, Value, ValueError, decimal_integer, json,
@@ -84,7 +83,7 @@ pub(super) fn encode(
     options: &super::DalliOptions,
     _max: usize,
 ) -> Result<(u32, Vec<u8>), ValueError> {
-    let value = json_scalar(value);
+    let value = super::json_scalar(value);
     let value = value.as_ref();
     let refuse = |detail: String| unsupported(Codec::Dalli, value, detail);
     let (flags, data) = if options.raw {

@@ -358,6 +358,17 @@ pub(crate) fn unsupported(codec: Codec, value: &Value, detail: impl Into<String>
     }
 }
 
+/// A [`Value::Json`] holding a scalar (`42`, `"a"`, `null`) as its typed variant, so that every
+/// encoder sees one spelling of each scalar; lists and maps as they are.
+fn json_scalar(value: &Value) -> std::borrow::Cow<'_, Value> {
+    match value {
+        Value::Json(j) if !j.is_array() && !j.is_object() => {
+            std::borrow::Cow::Owned(typed::from_json(j.clone()))
+        }
+        _ => std::borrow::Cow::Borrowed(value),
+    }
+}
+
 /// Text if it is UTF-8, else the bytes.
 fn text_or_bytes(data: Vec<u8>) -> Value {
     match String::from_utf8(data) {
@@ -437,8 +448,8 @@ fn json(text: &[u8]) -> Result<Value, serde_json::Error> {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_php;
-#[cfg(test)]
 mod tests_dalli;
+#[cfg(test)]
+mod tests_php;
 #[cfg(test)]
 mod tests_pylibmc;

@@ -15,7 +15,6 @@
 //! pylibmc ignores every other bit and reads a combination of type bits as an error; both come
 //! back `Unknown` here (so PHP's 0x50 is not misread as a `str` of compressed bytes).
 
-use std::borrow::Cow;
 use std::io::Write;
 
 use super::compress;
@@ -108,7 +107,7 @@ pub(super) fn encode(
     options: &super::PylibmcOptions,
     _max: usize,
 ) -> Result<(u32, Vec<u8>), ValueError> {
-    let value = json_scalar(value);
+    let value = super::json_scalar(value);
     let value = value.as_ref();
     let (flags, data) = match value {
         Value::Bytes(b) => (0, b.clone()),
@@ -166,21 +165,4 @@ fn deflate(data: &[u8], level: u32) -> Option<Vec<u8>> {
     );
     e.write_all(data).ok()?;
     e.finish().ok()
-}
-
-/// A `Json` scalar is the typed variant it stands for (a `Json` string is a `str` to pylibmc).
-pub(super) fn json_scalar(value: &Value) -> Cow<'_, Value> {
-    use serde_json::Value as J;
-    Cow::Owned(match value {
-        Value::Json(J::Null) => Value::Null,
-        Value::Json(J::Bool(b)) => Value::Bool(*b),
-        Value::Json(J::String(s)) => Value::String(s.clone()),
-        Value::Json(J::Number(n)) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => Value::Int(i),
-            _ if n.is_u64() => Value::BigInt(n.to_string()),
-            (_, Some(f)) => Value::Float(f),
-            _ => return Cow::Borrowed(value),
-        },
-        _ => return Cow::Borrowed(value),
-    })
 }
