@@ -453,3 +453,5 @@ mod tests_dalli;
 mod tests_php;
 #[cfg(test)]
 mod tests_pylibmc;
+#[cfg(test)]
+mod tests_spynode;
