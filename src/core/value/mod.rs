@@ -1,8 +1,9 @@
-//! What each peer stores, decoded: flags + payload → a typed [`Value`] (issue 15, read side).
+//! What each peer stores: flags + payload ↔ a typed [`Value`], read and written as the peer does.
 //!
 //! Pure and sans-IO: nothing here talks to a server. A client hands [`decode`] the flags and the
 //! bytes a `get` returned, with the [`Codec`] of the peer that wrote them, and the maximum value
-//! size it accepts. The flag layouts and every quirk are those verified against the running
+//! size it accepts; [`Transcoder::encode`] gives the flags and bytes that peer would store for a
+//! value, with the peer's write settings. [`FromValue`] and [`ToValue`] connect Rust types. The flag layouts and every quirk are those verified against the running
 //! peers in `value-vectors/` (README.md, README-dalli.md, README-spymemcached.md,
 //! README-node.md); each peer's module cites the peer's source files.
 //!
@@ -20,9 +21,11 @@
 //!   ignore, or reject) come back as [`Value::Unknown`] with the flags and the payload as stored,
 //!   never guessed at. So a PHP FastLZ string (0x50) read with the pylibmc codec is `Unknown`,
 //!   where pylibmc itself would return the compressed bytes as a `str`.
-//! - **Serialized formats** (PHP serialize, igbinary, msgpack, pickle, Ruby Marshal, Java
-//!   serialization) come back as [`Value::Foreign`]: the *decompressed* bytes and the
-//!   [`Encoding`] named. Turning them into values is a later step.
+//! - **Serialized formats** are read into values for the JSON-like subset (null, bools,
+//!   numbers, text, lists, maps with text keys): PHP `serialize()` and msgpack (`serial/`),
+//!   pickle (serde-pickle behind a bounds-checking walk), Ruby `Marshal` (hand-written). What is
+//!   outside the subset (objects, sets, symbols as keys, igbinary, Java serialization) comes back
+//!   as [`Value::Foreign`]: the *decompressed* bytes and the [`Encoding`] named, never a guess.
 //! - **JSON**: a JSON array or object is [`Value::Json`]; a JSON scalar comes back as its typed
 //!   variant (`42` → [`Value::Int`], `"abc"` → [`Value::String`], `null` → [`Value::Null`]), as
 //!   the peer's own `JSON.parse` / `JSON.load` / `json_decode` gives it. Integers beyond 64 bits
