@@ -6,14 +6,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The value peers of tests/values_live.rs besides php-memcached and pylibmc: dalli, spymemcached
+# (and a JDK to compile its driver), node `memcached` (npm, below). As in regen-vectors.sh, a JDK
+# and a node/npm already on PATH are used as they are: a node from another source bundles npm, and
+# Debian's npm package conflicts with it.
+value_peers=(ruby ruby-dalli libspymemcached-java)
+command -v javac >/dev/null || value_peers+=(default-jdk-headless)
+{ command -v node && command -v npm; } >/dev/null || value_peers+=(nodejs npm)
 bash scripts/apt-install.sh \
     build-essential pkg-config memcached libmemcached-dev nutcracker \
-    php-cli php-memcached python3 python3-pylibmc
+    php-cli php-memcached python3 python3-pylibmc "${value_peers[@]}"
 # Debian puts nutcracker in /usr/sbin, outside a normal user's PATH.
 export PATH="$PATH:/usr/sbin"
-for tool in memcached nutcracker cc php /usr/bin/python3; do
+for tool in memcached nutcracker cc php /usr/bin/python3 ruby javac java node npm; do
     command -v "$tool" >/dev/null || { echo "missing $tool after installing" >&2; exit 1; }
 done
+# npm `memcached` 2.2.2 for tests/values/node_values.js: pinned by tests/values/package-lock.json
+# (value-vectors/node's, linked), installed into tests/values/node_modules (git-ignored) unless
+# that version is there already; npm's cache goes to a temp dir (value-vectors/node/gen.sh does
+# the same).
+if [ "$(node -p 'try { require("./tests/values/node_modules/memcached/package.json").version } catch (e) { "" }')" != 2.2.2 ]; then
+    npm_cache=$(mktemp -d)
+    trap 'rm -rf "$npm_cache"' EXIT
+    (cd tests/values &&
+        npm_config_cache="$npm_cache" npm_config_update_notifier=false npm ci --no-audit --no-fund)
+    rm -rf "$npm_cache"
+fi
 # A peer the tests need that is missing is a failure, not a skip.
 export CI=true
 
