@@ -14,7 +14,8 @@ require 'dalli'
 require 'json'
 require 'logger'
 
-# Dalli logs to standard output by default; standard output is this driver's result.
+# Dalli logs to standard output by default (dalli.rb:40-45: Logger.new($stdout), INFO); standard
+# output is this driver's result.
 Dalli.logger = Logger.new($stderr)
 Dalli.logger.level = Logger::WARN
 
@@ -149,7 +150,8 @@ else
     elsif c.get(key).nil?
       out({ 'key' => key, 'miss' => true })
     else
-      # get_multi drops a value it cannot deserialize without a word; get raises (above)
+      # get_multi drops a value it cannot deserialize without a word (protocol/binary.rb:190-196,
+      # rescue DalliError with a TODO); get raises (above)
       out({ 'key' => key, 'error' => 'get_multi missed a key that get found' })
     end
   rescue StandardError => e
