@@ -1,6 +1,6 @@
 //! Values against the real peers, both directions (issue 15, item 5).
 //!
-//! One memcached on 127.0.15.1 (a free port; no other test binary uses 127.0.15.x), one server
+//! One memcached on 127.0.25.1 (a free port; no other test binary uses 127.0.25.x), one server
 //! so the peers need no distribution settings (placement is proven elsewhere). For each peer —
 //! php-memcached, pylibmc, dalli, spymemcached, node `memcached` — through its driver in
 //! `tests/values/`:
@@ -38,7 +38,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const IP: Ipv4Addr = Ipv4Addr::new(127, 0, 15, 1);
+const IP: Ipv4Addr = Ipv4Addr::new(127, 0, 25, 1);
 const SPY_JAR: &str = "/usr/share/java/spymemcached.jar";
 const UTF8: &str = "h\u{e9}llo w\u{f6}rld \u{2713} \u{65e5}\u{672c}\u{8a9e} \u{1f680}";
 
