@@ -593,15 +593,15 @@ fn dalli_case(env: &Env, keys: &[String], out: &mut Vec<Figures>) {
 }
 
 fn node_case(env: &Env, keys: &[String], out: &mut Vec<Figures>) {
-    let module =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("value-vectors/node/node_modules/memcached");
+    // The copy scripts/test.sh installs (pinned by tests/values/package-lock.json).
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/values/node_modules/memcached");
     if !runs("node", &["--version"]) {
         return not_installed("node memcached", "node is not installed");
     }
     if !module.join("package.json").is_file() {
         return not_installed(
             "node memcached",
-            "value-vectors/node/node_modules lacks memcached (bash value-vectors/node/gen.sh installs it)",
+            "tests/values/node_modules lacks memcached (scripts/test.sh installs it)",
         );
     }
     env.flush();

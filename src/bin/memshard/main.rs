@@ -206,7 +206,8 @@ struct SetArgs {
     value_type: Option<values::ValueType>,
     /// The key; without it, `KEY<TAB>VALUE` lines are read from standard input.
     key: Option<std::ffi::OsString>,
-    /// The value (required with KEY).
+    /// The value (required with KEY); may start with `-` (`-42`, `-Infinity`).
+    #[arg(allow_hyphen_values = true)]
     value: Option<std::ffi::OsString>,
 }
 

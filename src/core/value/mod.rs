@@ -251,7 +251,7 @@ pub enum ValueError {
     },
     /// A value the codec's peer cannot store (a big integer for PHP, null for spymemcached, a
     /// float for the raw codec...). Choose another type or codec.
-    #[error("{codec} cannot store a {kind} value: {detail}")]
+    #[error("{codec} cannot store this {kind} value: {detail}")]
     Unsupported {
         /// The codec used.
         codec: Codec,
