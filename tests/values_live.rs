@@ -1006,10 +1006,9 @@ fn memshard_to_peer(peer: &Peer, addr: &str, servers: &str, outcomes: &mut Vec<O
             continue;
         }
         let message = stderr_line(&out);
-        // ValueError::Unsupported's message ("{codec} cannot store a {kind} value: ..."), not
-        // any failure (a usage error is not a refusal of the type), nor the stub of an encoder
-        // still to be written
-        let says_why = message.contains("cannot store") && !message.contains("not written yet");
+        // ValueError::Unsupported's message ("{codec} cannot store this {kind} value: ..."), not
+        // any failure (a usage error is not a refusal of the type)
+        let says_why = message.contains("cannot store this");
         let (status, note) = match &c.expect {
             Expect::Refuse(why) if says_why => {
                 (Status::Unsupported, format!("{why}; memshard: {message}"))
