@@ -62,6 +62,25 @@ pub enum SettingError {
         "the key prefix cannot start memcached keys ({0}); give a prefix of at most 250 bytes without spaces or control characters"
     )]
     BadPrefix(#[source] KeyError),
+    /// A TLS setting that cannot work: a CA bundle, certificate or key that cannot be read or
+    /// holds nothing usable, a server name that is not a valid name or address.
+    #[error("TLS setting {setting}: {detail}")]
+    Tls {
+        /// Which setting.
+        setting: &'static str,
+        /// What is wrong with it, and what to give instead.
+        detail: String,
+    },
+    /// Credentials that cannot be sent: an empty user name, a name with a space or colon, a
+    /// file or environment variable without a `user:password` line. The secret is never part
+    /// of the message.
+    #[error("credentials from {source_name}: {detail}")]
+    Credentials {
+        /// Where they were read from (a file path or a variable name).
+        source_name: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl SettingError {
@@ -164,6 +183,28 @@ pub enum Error {
         #[source]
         source: crate::value::ValueError,
     },
+    /// The TLS handshake with `server` failed, or the server does not speak TLS on that port.
+    /// Nothing was sent in plaintext. (A plaintext client at a TLS-only port sees its new
+    /// connection reset: an [`Error::Io`] whose message says to enable TLS.) `problem`
+    /// says which, the message what to change.
+    #[error("TLS with {server}: {problem}: {message}")]
+    Tls {
+        /// The server's address.
+        server: String,
+        /// What went wrong, classified.
+        problem: TlsProblem,
+        /// The TLS library's words.
+        message: String,
+    },
+    /// `server` refused the credentials, or asked for credentials the client does not have
+    /// (memcached `-Y`). The connection was not used for any request.
+    #[error("{server}: {problem}")]
+    Auth {
+        /// The server's address.
+        server: String,
+        /// Rejected credentials, or none given.
+        problem: AuthProblem,
+    },
     /// No connection could be had from `server`'s pool in time.
     #[error("no connection to {server} within the checkout timeout: {message}; {hint}", hint = if *exhausted { "every pooled connection was busy: raise pool_size or checkout_timeout" } else { "the server did not accept a connection" })]
     Pool {
@@ -204,6 +245,10 @@ impl Error {
     /// The error for `e`, met during `op` with `server`; a timeout (`WouldBlock`, `TimedOut`)
     /// becomes [`Error::Timeout`] after `timeout`.
     pub(crate) fn io(server: &str, e: io::Error, op: &'static str, timeout: Duration) -> Error {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = e.get_ref().and_then(|r| r.downcast_ref::<rustls::Error>()) {
+            return crate::core::tls::classify(server, tls);
+        }
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
                 server: server.to_string(),
@@ -259,7 +304,9 @@ impl Error {
             | Error::Protocol { server, .. }
             | Error::Server { server, .. }
             | Error::Pool { server, .. }
-            | Error::ServerDown { server, .. } => Some(server),
+            | Error::ServerDown { server, .. }
+            | Error::Tls { server, .. }
+            | Error::Auth { server, .. } => Some(server),
             _ => None,
         }
     }
@@ -333,5 +380,69 @@ mod tests {
 
         let key = Error::invalid_key(b"a b", KeyError::BadByte { at: 1, byte: b' ' });
         assert!(key.source().is_some() && key.server().is_none());
+    }
+}
+
+/// What went wrong in a TLS handshake ([`Error::Tls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsProblem {
+    /// The server's certificate is not signed by a trusted CA: give its CA bundle.
+    UnknownCa,
+    /// The certificate is not valid for the name verified: set the server name to one the
+    /// certificate holds.
+    NameMismatch,
+    /// The certificate has expired, or is not valid yet.
+    Expired,
+    /// The server demands a client certificate the client did not give (memcached
+    /// `ssl_verify_mode` 2 or 3), or refused the one given.
+    ClientCertificate,
+    /// The server does not answer TLS on that port (memcached without `-Z`).
+    NotTls,
+    /// Anything else in the handshake.
+    Other,
+}
+
+impl std::fmt::Display for TlsProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsProblem::UnknownCa => {
+                "the server's certificate is not signed by a trusted CA (give the CA bundle that signed it)"
+            }
+            TlsProblem::NameMismatch => {
+                "the server's certificate is not valid for the name verified (set the server name to one in the certificate)"
+            }
+            TlsProblem::Expired => "the server's certificate has expired or is not valid yet",
+            TlsProblem::ClientCertificate => {
+                "the server demands a client certificate and did not accept the one given (give a certificate its CA signed)"
+            }
+            TlsProblem::NotTls => {
+                "the server does not speak TLS on this port (start memcached with -Z, or connect without TLS)"
+            }
+            TlsProblem::Other => "the TLS handshake failed",
+        })
+    }
+}
+
+/// Why memcached authentication failed ([`Error::Auth`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuthProblem {
+    /// The server refused the user name and password.
+    Rejected,
+    /// The server requires authentication (`-Y`) and the client has no credentials.
+    Required,
+}
+
+impl std::fmt::Display for AuthProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AuthProblem::Rejected => {
+                "the server refused the credentials (check the user name and password in its -Y auth file)"
+            }
+            AuthProblem::Required => {
+                "the server requires authentication (memcached -Y): give the client credentials"
+            }
+        })
     }
 }

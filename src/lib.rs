@@ -106,11 +106,15 @@ pub mod watch;
 pub use crate::core::value;
 
 pub use crate::blocking::{Client, Replicated};
+pub use crate::core::auth::Credentials;
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::core::expiry::Expiry;
 pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use crate::core::settings::Builder;
-pub use error::{Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError};
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use crate::core::tls::TlsConfig;
+pub use error::{AuthProblem, Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError, TlsProblem};
 pub use hash::{KeyHash, UnknownHash};
 pub use health::FailurePolicy;
 pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};

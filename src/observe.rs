@@ -29,6 +29,8 @@ pub(crate) fn kind(e: &Error) -> &'static str {
         Error::ServerDown { .. } => "server_down",
         Error::InvalidKey { .. } => "invalid_key",
         Error::ValueTooLarge { .. } => "value_too_large",
+        Error::Tls { .. } => "tls",
+        Error::Auth { .. } => "auth",
         _ => "other",
     }
 }

@@ -12,9 +12,14 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "tls")]
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
@@ -22,32 +27,43 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(Some(d)),
             Stream::Unix(s) => s.set_read_timeout(Some(d)),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.sock.set_read_timeout(Some(d)),
         }
     }
     fn set_write_timeout(&self, d: Duration) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_write_timeout(Some(d)),
             Stream::Unix(s) => s.set_write_timeout(Some(d)),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.sock.set_write_timeout(Some(d)),
         }
     }
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.read(buf),
         }
     }
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            // rustls buffers what it encrypts: flush puts it on the socket now.
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.write(buf).and_then(|n| s.flush().map(|()| n)),
         }
     }
     /// Copies the bytes waiting to be read into `buf` without consuming them and without
     /// waiting: `Ok(0)` when the peer has closed, `WouldBlock` when nothing is waiting.
-    fn peek_now(&self, buf: &mut [u8]) -> io::Result<usize> {
+    fn peek_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let fd = match self {
             Stream::Tcp(s) => s.as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => return tls_waiting(s, buf),
         };
         // SAFETY: `fd` is the open socket `self` owns, borrowed for the whole call; `buf` is
         // valid for writes of `buf.len()` bytes and recv(2) writes at most that many. Why not the
@@ -64,6 +80,37 @@ impl Stream {
         };
         usize::try_from(n).map_err(|_| io::Error::last_os_error())
     }
+}
+
+/// What waits on an idle TLS connection, without blocking: the records that arrived are
+/// processed (a TLS 1.3 server sends session tickets after the handshake: those are not bytes
+/// of a reply), then any plaintext is read into `buf` (it is dropped with the connection
+/// anyway). `Ok(0)`: the server closed; `WouldBlock`: nothing waits.
+#[cfg(feature = "tls")]
+fn tls_waiting(s: &mut TlsStream, buf: &mut [u8]) -> io::Result<usize> {
+    s.sock.set_nonblocking(true)?;
+    let r = (|| {
+        loop {
+            match s.conn.read_tls(&mut s.sock) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {
+                    let state = s
+                        .conn
+                        .process_new_packets()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    if state.peer_has_closed() {
+                        return Ok(0);
+                    }
+                    if state.plaintext_bytes_to_read() > 0 {
+                        return s.conn.reader().read(buf);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    })();
+    s.sock.set_nonblocking(false)?;
+    r
 }
 
 /// A blocking connection to one memcached server: the socket and its [`Link`].
@@ -123,17 +170,53 @@ impl Conn {
             // Requests are small and latency matters more than packet count.
             s.set_nodelay(true)
                 .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
+            #[cfg(feature = "tls")]
+            if let Some(tls) = &opts.tls {
+                return Conn::over_tls(s, tls, host, server, opts);
+            }
             Stream::Tcp(s)
         };
+        Conn::ready(stream, server, opts)
+    }
+
+    /// The connection over `stream`, with its timeouts set, logged in if it has credentials.
+    fn ready(stream: Stream, server: &str, opts: &ConnOptions) -> Result<Conn> {
         stream
             .set_read_timeout(opts.read_timeout)
             .and_then(|_| stream.set_write_timeout(opts.write_timeout))
             .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
-        Ok(Conn {
+        let mut conn = Conn {
             stream,
             link: Link::new(server, opts),
             read_timeout_set: opts.read_timeout,
-        })
+        };
+        if let Some(c) = &opts.credentials {
+            conn.run(&mut crate::core::auth::Login::new(c))?;
+        }
+        Ok(conn)
+    }
+
+    /// The TLS handshake on `tcp`, within the connect timeout.
+    #[cfg(feature = "tls")]
+    fn over_tls(
+        tcp: TcpStream,
+        tls: &crate::core::tls::TlsSetup,
+        host: &str,
+        server: &str,
+        opts: &ConnOptions,
+    ) -> Result<Conn> {
+        let failed = |e: io::Error| crate::core::tls::handshake_failed(server, e, opts);
+        tcp.set_read_timeout(Some(opts.connect_timeout))
+            .and_then(|_| tcp.set_write_timeout(Some(opts.connect_timeout)))
+            .map_err(failed)?;
+        let name = tls.name_for(server, host)?;
+        let session = rustls::ClientConnection::new(tls.config.clone(), name)
+            .map_err(|e| crate::core::tls::classify(server, &e))?;
+        let mut s = rustls::StreamOwned::new(session, tcp);
+        while s.conn.is_handshaking() {
+            s.conn.complete_io(&mut s.sock).map_err(failed)?;
+        }
+        Conn::ready(Stream::Tls(Box::new(s)), server, opts)
     }
 
     /// Drive `ex` to its end: write what it asks, read until it has its replies. Any failure

@@ -36,6 +36,11 @@ pub struct ConnOptions {
     pub write_timeout: Duration,
     /// Largest value accepted in a reply (and sent in a request).
     pub max_value_size: usize,
+    /// Credentials every new connection logs in with (memcached `-Y`).
+    pub(crate) credentials: Option<std::sync::Arc<super::auth::Credentials>>,
+    /// TLS for every connection; `None`: plaintext.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<std::sync::Arc<super::tls::TlsSetup>>,
 }
 
 impl Default for ConnOptions {
@@ -45,6 +50,9 @@ impl Default for ConnOptions {
             read_timeout: Duration::from_millis(1000),
             write_timeout: Duration::from_millis(1000),
             max_value_size: 1024 * 1024,
+            credentials: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -99,6 +107,8 @@ pub(crate) struct Link {
     sent: bool,
     /// The current read deadline, set by the first read after a write.
     deadline: Option<Instant>,
+    /// Some byte ever came from the server on this link.
+    heard: bool,
 }
 
 impl Link {
@@ -115,6 +125,7 @@ impl Link {
             stale: false,
             sent: false,
             deadline: None,
+            heard: false,
         }
     }
 
@@ -180,8 +191,32 @@ impl Link {
                 server: self.server.clone(),
                 detail,
             },
+            // memcached -Z resets a plaintext connection at its first request without a byte
+            // of reply (its TLS accept fails): say so, since nothing else will.
+            Error::Io {
+                server,
+                op,
+                kind: kind @ (io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof),
+                message,
+                source,
+            } if !self.heard && self.completed == 0 && !self.is_tls() => Error::Io {
+                server,
+                op,
+                kind,
+                message: format!(
+                    "{message}, before any reply on a new connection: if the server speaks only TLS on this port (memcached -Z), enable TLS in the client"
+                ),
+                source,
+            },
             e => e,
         }
+    }
+
+    fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.opts.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// The verdict of a non-blocking read of up to `waiting.len()` bytes on a link idle in
@@ -302,6 +337,7 @@ impl Link {
         self.rb.filled(n);
         // the server answered on this link: it was not stale
         self.suspect = false;
+        self.heard = true;
         Ok(())
     }
 

@@ -30,6 +30,7 @@ pub(crate) mod link;
 pub(crate) mod multi;
 #[macro_use]
 pub(crate) mod api;
+pub(crate) mod auth;
 pub(crate) mod outcome;
 pub(crate) mod probe;
 pub(crate) mod readbuf;
@@ -37,6 +38,8 @@ pub(crate) mod replica;
 pub(crate) mod route;
 pub(crate) mod settings;
 #[cfg(feature = "codecs")]
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
 pub mod value;
 pub(crate) mod view;
 

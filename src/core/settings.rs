@@ -41,6 +41,9 @@ pub(crate) struct Settings {
     pub(crate) near: Option<NearCacheConfig>,
     #[cfg(feature = "codecs")]
     pub(crate) transcoder: crate::value::Transcoder,
+    /// A TLS configuration that could not be set up, reported by `build`.
+    #[cfg(feature = "tls")]
+    pub(crate) tls_error: Option<SettingError>,
 }
 
 impl Default for Settings {
@@ -66,6 +69,8 @@ impl Default for Settings {
             near: None,
             #[cfg(feature = "codecs")]
             transcoder: crate::value::Transcoder::default(),
+            #[cfg(feature = "tls")]
+            tls_error: None,
         }
     }
 }
@@ -104,6 +109,10 @@ impl Settings {
         }
         if !self.prefix.is_empty() {
             proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
+        }
+        #[cfg(feature = "tls")]
+        if let Some(e) = &self.tls_error {
+            return Err(e.clone());
         }
         Ok(())
     }
@@ -332,6 +341,30 @@ impl<C> Builder<C> {
     }
 
     /// An in-process near cache for the keys the config marks (hot keys). Default: off.
+    /// Log in with these credentials on every new connection (memcached `-Y`), before any
+    /// request. The secret is sent only to a server that asks for it (one that answers
+    /// "unauthenticated"), and never appears in errors or debug output.
+    pub fn credentials(mut self, credentials: crate::Credentials) -> Self {
+        self.settings.conn.credentials = Some(std::sync::Arc::new(credentials));
+        self
+    }
+
+    /// Speak TLS to every server (feature `tls`): verified certificates, an optional client
+    /// certificate, session resumption across reconnects, never a plaintext fallback. A
+    /// configuration that cannot work (an unreadable CA, a bad name) fails `build`.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, config: crate::TlsConfig) -> Self {
+        match config.setup() {
+            Ok(setup) => {
+                self.settings.conn.tls = Some(std::sync::Arc::new(setup));
+                self.settings.tls_error = None;
+            }
+            Err(e) => self.settings.tls_error = Some(e),
+        }
+        self
+    }
+
     /// The codec `get_value`, `get_as` and `set_value` use: which peer's way of storing typed
     /// values to follow, with its settings (default [`Codec::Raw`](crate::value::Codec::Raw):
     /// bytes as they are). Each call can use another with the `_with` methods.

@@ -5,6 +5,7 @@
 mod bench;
 mod demo;
 mod plan_cmd;
+mod security;
 mod values;
 
 use clap::builder::RangedU64ValueParser;
@@ -164,6 +165,8 @@ struct NetArgs {
     /// REMOVE_FAILED_SERVERS, twemproxy auto_eject_hosts).
     #[arg(long)]
     auto_eject: bool,
+    #[command(flatten)]
+    security: security::SecurityArgs,
 }
 
 #[derive(Args)]
@@ -391,7 +394,7 @@ impl RingArgs {
                 .prefix(prefix)
                 .hash_with_prefix(peer.as_ref().is_some_and(|p| p.hash_with_prefix));
         }
-        b.build().map_err(usage)
+        net.security.apply(b)?.build().map_err(usage)
     }
 
     fn build(&self) -> Result<Ring, Failure> {

@@ -95,6 +95,14 @@ pub(crate) trait Exchange {
 /// protocol error for a reply that does not fit `what` (the stream is out of step).
 pub(crate) fn refusal(reply: Reply, server: &str, what: &str) -> Result<Error> {
     let message = match reply {
+        // memcached -Y answers every request of a connection that has not logged in so
+        // (proto_text.c, `process_command_ascii`).
+        Reply::ClientError(m) if m == "unauthenticated" => {
+            return Ok(Error::Auth {
+                server: server.to_string(),
+                problem: crate::error::AuthProblem::Required,
+            });
+        }
         Reply::Error => "ERROR".to_string(),
         Reply::ClientError(m) => format!("CLIENT_ERROR {m}"),
         Reply::ServerError(m) => format!("SERVER_ERROR {m}"),

@@ -1,0 +1,257 @@
+//! TLS settings (feature `tls`): which CAs to trust, the name each server's certificate must
+//! hold, the client certificate; built once into a rustls configuration every connection of the
+//! client shares, so that its session cache makes reconnects cheap (TLS 1.3 tickets, TLS 1.2
+//! session IDs). Also the classification of handshake failures into [`TlsProblem`]s.
+//!
+//! There is no plaintext fallback: a client with TLS opens only TLS connections, and a failed
+//! handshake is an error.
+
+use crate::error::{Error, SettingError, TlsProblem};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// TLS for every connection of a client (feature `tls`).
+///
+/// By default the server's certificate is verified against the system's roots and must hold
+/// the host part of the server's address (a DNS name, or an IP address in its subject
+/// alternative names). Give the CA bundle of a private CA with [`TlsConfig::ca_file`], a name
+/// to verify where servers are listed by address with [`TlsConfig::server_name`] (every
+/// server) or [`TlsConfig::server_name_for`] (one server), and a client certificate for
+/// memcached's `ssl_verify_mode` 2 and 3 with [`TlsConfig::client_cert_files`].
+///
+/// ```no_run
+/// use memshard::TlsConfig;
+///
+/// let tls = TlsConfig::new()
+///     .ca_file("/etc/memcached/ca.pem")?
+///     .server_name("cache.internal")
+///     .client_cert_files("/etc/app/client.pem", "/etc/app/client.key")?;
+/// let client = memshard::Client::builder()
+///     .server_list("10.0.0.1:11211\n10.0.0.2:11211")?
+///     .tls(tls)
+///     .build()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct TlsConfig {
+    roots: Option<Vec<CertificateDer<'static>>>,
+    client: Option<(Vec<CertificateDer<'static>>, Arc<PrivateKeyDer<'static>>)>,
+    name: Option<String>,
+    names: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("ca_certificates", &self.roots.as_ref().map(Vec::len))
+            .field("client_certificate", &self.client.is_some())
+            .field("server_name", &self.name)
+            .field("server_names", &self.names)
+            .finish()
+    }
+}
+
+fn setting(setting: &'static str, detail: impl Into<String>) -> SettingError {
+    SettingError::Tls {
+        setting,
+        detail: detail.into(),
+    }
+}
+
+fn read(setting_name: &'static str, path: &Path) -> Result<Vec<u8>, SettingError> {
+    std::fs::read(path).map_err(|e| {
+        setting(
+            setting_name,
+            format!("{} cannot be read: {e}", path.display()),
+        )
+    })
+}
+
+fn certificates(
+    setting_name: &'static str,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, SettingError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| setting(setting_name, format!("not PEM certificates: {e}")))?;
+    if certs.is_empty() {
+        return Err(setting(setting_name, "no PEM certificate in it"));
+    }
+    Ok(certs)
+}
+
+impl TlsConfig {
+    /// TLS verified against the system's roots, each server's host as the name.
+    pub fn new() -> Self {
+        TlsConfig::default()
+    }
+
+    /// Trust only the CAs in this PEM bundle (instead of the system's roots).
+    pub fn ca_pem(mut self, pem: &[u8]) -> Result<Self, SettingError> {
+        self.roots = Some(certificates("ca", pem)?);
+        Ok(self)
+    }
+
+    /// Trust only the CAs in the PEM file at `path`.
+    pub fn ca_file(self, path: impl AsRef<Path>) -> Result<Self, SettingError> {
+        let pem = read("ca", path.as_ref())?;
+        self.ca_pem(&pem)
+    }
+
+    /// Present this certificate chain and key (PEM) to servers that ask for one.
+    pub fn client_cert_pem(mut self, chain: &[u8], key: &[u8]) -> Result<Self, SettingError> {
+        let chain = certificates("client certificate", chain)?;
+        let key = PrivateKeyDer::from_pem_slice(key)
+            .map_err(|e| setting("client key", format!("no PEM private key in it: {e}")))?;
+        self.client = Some((chain, Arc::new(key)));
+        Ok(self)
+    }
+
+    /// Present the certificate chain and key in these PEM files.
+    pub fn client_cert_files(
+        self,
+        chain: impl AsRef<Path>,
+        key: impl AsRef<Path>,
+    ) -> Result<Self, SettingError> {
+        let chain = read("client certificate", chain.as_ref())?;
+        let key = read("client key", key.as_ref())?;
+        self.client_cert_pem(&chain, &key)
+    }
+
+    /// Verify this name on every server's certificate (where servers are listed by address
+    /// and share one certificate name).
+    #[must_use]
+    pub fn server_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Verify `name` on the certificate of the server listed as `server` (`host:port`, as in
+    /// the server list).
+    #[must_use]
+    pub fn server_name_for(mut self, server: impl Into<String>, name: impl Into<String>) -> Self {
+        self.names.insert(server.into(), name.into());
+        self
+    }
+
+    /// The rustls configuration and the names, checked.
+    pub(crate) fn setup(&self) -> Result<TlsSetup, SettingError> {
+        let mut roots = rustls::RootCertStore::empty();
+        match &self.roots {
+            Some(certs) => {
+                for c in certs {
+                    roots
+                        .add(c.clone())
+                        .map_err(|e| setting("ca", format!("not a usable CA certificate: {e}")))?;
+                }
+            }
+            None => {
+                let found = rustls_native_certs::load_native_certs();
+                for c in found.certs {
+                    // The system store may hold certificates rustls cannot use; those CAs are
+                    // simply not trusted, as other TLS clients do.
+                    let _ = roots.add(c);
+                }
+                if roots.is_empty() {
+                    return Err(setting(
+                        "ca",
+                        "no CA certificate in the system's store: give a CA bundle",
+                    ));
+                }
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| setting("protocol versions", e.to_string()))?
+            .with_root_certificates(roots);
+        let config = match &self.client {
+            Some((chain, key)) => builder
+                .with_client_auth_cert(chain.clone(), key.clone_key())
+                .map_err(|e| setting("client certificate", e.to_string()))?,
+            None => builder.with_no_client_auth(),
+        };
+        for name in self.name.iter().chain(self.names.values()) {
+            ServerName::try_from(name.as_str())
+                .map_err(|e| setting("server name", format!("{name:?}: {e}")))?;
+        }
+        Ok(TlsSetup {
+            config: Arc::new(config),
+            name: self.name.clone(),
+            names: self.names.clone(),
+        })
+    }
+}
+
+/// What connections use: one rustls configuration (one session cache) for the client.
+#[derive(Clone)]
+pub(crate) struct TlsSetup {
+    pub(crate) config: Arc<rustls::ClientConfig>,
+    name: Option<String>,
+    names: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for TlsSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSetup").finish_non_exhaustive()
+    }
+}
+
+impl TlsSetup {
+    /// The name to verify for the server `server` at `host`.
+    pub(crate) fn name_for(&self, server: &str, host: &str) -> Result<ServerName<'static>, Error> {
+        let name = self
+            .names
+            .get(server)
+            .or(self.name.as_ref())
+            .map_or(host, String::as_str);
+        ServerName::try_from(name.to_owned()).map_err(|e| Error::Tls {
+            server: server.to_owned(),
+            problem: TlsProblem::NameMismatch,
+            message: format!("{name:?} is not a name TLS can verify ({e}); set a server name"),
+        })
+    }
+}
+
+/// A rustls failure as an [`Error::Tls`].
+pub(crate) fn classify(server: &str, e: &rustls::Error) -> Error {
+    use rustls::{AlertDescription as A, CertificateError as C, Error as R};
+    let problem = match e {
+        R::InvalidCertificate(c) => match c {
+            C::UnknownIssuer | C::BadSignature => TlsProblem::UnknownCa,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsProblem::NameMismatch,
+            C::Expired
+            | C::ExpiredContext { .. }
+            | C::NotValidYet
+            | C::NotValidYetContext { .. } => TlsProblem::Expired,
+            _ => TlsProblem::Other,
+        },
+        R::AlertReceived(A::CertificateRequired | A::BadCertificate | A::UnknownCA)
+        | R::NoCertificatesPresented => TlsProblem::ClientCertificate,
+        // OpenSSL (memcached) with `ssl_verify_mode` 3 ends a TLS 1.2 handshake without a
+        // client certificate with handshake_failure.
+        R::AlertReceived(A::HandshakeFailure) => TlsProblem::ClientCertificate,
+        R::InvalidMessage(_)
+        | R::InappropriateMessage { .. }
+        | R::InappropriateHandshakeMessage { .. } => TlsProblem::NotTls,
+        _ => TlsProblem::Other,
+    };
+    Error::Tls {
+        server: server.to_owned(),
+        problem,
+        message: e.to_string(),
+    }
+}
+
+/// A failed handshake: the rustls error classified, else the socket's error (`op` "tls
+/// handshake", a timeout within the connect timeout).
+pub(crate) fn handshake_failed(
+    server: &str,
+    e: std::io::Error,
+    opts: &super::link::ConnOptions,
+) -> Error {
+    Error::io(server, e, "tls handshake", opts.connect_timeout)
+}
