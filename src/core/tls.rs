@@ -35,12 +35,32 @@ use std::sync::Arc;
 ///     .build()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct TlsConfig {
     roots: Option<Vec<CertificateDer<'static>>>,
     client: Option<(Vec<CertificateDer<'static>>, Arc<PrivateKeyDer<'static>>)>,
     name: Option<String>,
     names: HashMap<String, String>,
+    /// Sessions to resume; shared by every client built from this configuration (and its
+    /// clones), so a new client's first connections are cheap too. `None`: no resumption.
+    sessions: Option<Arc<dyn rustls::client::ClientSessionStore>>,
+}
+
+/// Sessions kept per configuration: rustls's default size (256 servers).
+const SESSIONS: usize = 256;
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            roots: None,
+            client: None,
+            name: None,
+            names: HashMap::new(),
+            sessions: Some(Arc::new(rustls::client::ClientSessionMemoryCache::new(
+                SESSIONS,
+            ))),
+        }
+    }
 }
 
 impl std::fmt::Debug for TlsConfig {
@@ -50,6 +70,7 @@ impl std::fmt::Debug for TlsConfig {
             .field("client_certificate", &self.client.is_some())
             .field("server_name", &self.name)
             .field("server_names", &self.names)
+            .field("session_resumption", &self.sessions.is_some())
             .finish()
     }
 }
@@ -137,6 +158,21 @@ impl TlsConfig {
         self
     }
 
+    /// Resume TLS sessions on reconnects (default on: a resumed handshake skips the
+    /// certificate exchange and its verification). Off, every connection does a full
+    /// handshake.
+    #[must_use]
+    pub fn session_resumption(mut self, on: bool) -> Self {
+        self.sessions = match (on, self.sessions.take()) {
+            (true, Some(s)) => Some(s),
+            (true, None) => Some(Arc::new(rustls::client::ClientSessionMemoryCache::new(
+                SESSIONS,
+            ))),
+            (false, _) => None,
+        };
+        self
+    }
+
     /// The rustls configuration and the names, checked.
     pub(crate) fn setup(&self) -> Result<TlsSetup, SettingError> {
         let mut roots = rustls::RootCertStore::empty();
@@ -168,11 +204,15 @@ impl TlsConfig {
             .with_safe_default_protocol_versions()
             .map_err(|e| setting("protocol versions", e.to_string()))?
             .with_root_certificates(roots);
-        let config = match &self.client {
+        let mut config = match &self.client {
             Some((chain, key)) => builder
                 .with_client_auth_cert(chain.clone(), key.clone_key())
                 .map_err(|e| setting("client certificate", e.to_string()))?,
             None => builder.with_no_client_auth(),
+        };
+        config.resumption = match &self.sessions {
+            Some(store) => rustls::client::Resumption::store(store.clone()),
+            None => rustls::client::Resumption::disabled(),
         };
         for name in self.name.iter().chain(self.names.values()) {
             ServerName::try_from(name.as_str())
