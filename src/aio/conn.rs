@@ -17,6 +17,8 @@ use tokio::time::{Instant, timeout, timeout_at};
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
 impl Stream {
@@ -24,14 +26,39 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.read(buf).await,
             Stream::Unix(s) => s.read(buf).await,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.read(buf).await,
         }
     }
     async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.write_all(buf).await,
             Stream::Unix(s) => s.write_all(buf).await,
+            // rustls holds what it encrypted until flushed.
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => {
+                s.write_all(buf).await?;
+                s.flush().await
+            }
         }
     }
+}
+
+/// The TLS handshake on `tcp` (within the caller's connect timeout).
+#[cfg(feature = "tls")]
+async fn over_tls(
+    tcp: TcpStream,
+    tls: &crate::core::tls::TlsSetup,
+    host: &str,
+    server: &str,
+    opts: &ConnOptions,
+) -> Result<Stream> {
+    let name = tls.name_for(server, host)?;
+    tokio_rustls::TlsConnector::from(tls.config.clone())
+        .connect(name, tcp)
+        .await
+        .map(|s| Stream::Tls(Box::new(s)))
+        .map_err(|e| crate::core::tls::handshake_failed(server, e, opts))
 }
 
 /// An async connection to one memcached server.
@@ -82,6 +109,10 @@ impl AsyncConn {
                         // Requests are small and latency matters more than packet count.
                         s.set_nodelay(true)
                             .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
+                        #[cfg(feature = "tls")]
+                        if let Some(tls) = &opts.tls {
+                            return over_tls(s, tls, host, server, opts).await;
+                        }
                         return Ok(Stream::Tcp(s));
                     }
                     Err(e) => last = Some(e),
@@ -107,11 +138,15 @@ impl AsyncConn {
                 });
             }
         };
-        Ok(AsyncConn {
+        let mut conn = AsyncConn {
             stream,
             link: Link::new(server, opts),
             generation: 0,
-        })
+        };
+        if let Some(c) = &opts.credentials {
+            conn.run(&mut crate::core::auth::Login::new(c)).await?;
+        }
+        Ok(conn)
     }
 
     /// Drive `ex` to its end: write what it asks, read until it has its replies. Any failure
@@ -158,9 +193,11 @@ impl AsyncConn {
     pub(crate) fn idle_check(&mut self) -> Result<()> {
         let mut probe = [0u8; 64];
         let peeked = loop {
-            let r = match &self.stream {
-                Stream::Tcp(s) => (&*SockRef::from(s)).read(&mut probe),
-                Stream::Unix(s) => (&*SockRef::from(s)).read(&mut probe),
+            let r = match &mut self.stream {
+                Stream::Tcp(s) => (&*SockRef::from(&*s)).read(&mut probe),
+                Stream::Unix(s) => (&*SockRef::from(&*s)).read(&mut probe),
+                #[cfg(feature = "tls")]
+                Stream::Tls(s) => tls_waiting(s, &mut probe),
             };
             match r {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -168,5 +205,24 @@ impl AsyncConn {
             }
         };
         self.link.idle_verdict(peeked, &probe)
+    }
+}
+
+/// One poll of the TLS stream with a waker that does nothing: records that arrived are
+/// processed (a TLS 1.3 server sends session tickets after the handshake, which are not a
+/// reply), and only plaintext or the end of the stream counts. `WouldBlock`: nothing waits.
+#[cfg(feature = "tls")]
+fn tls_waiting(
+    s: &mut tokio_rustls::client::TlsStream<TcpStream>,
+    probe: &mut [u8],
+) -> io::Result<usize> {
+    use std::task::{Context, Poll, Waker};
+    use tokio::io::AsyncRead;
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut buf = tokio::io::ReadBuf::new(probe);
+    match std::pin::Pin::new(s).poll_read(&mut cx, &mut buf) {
+        Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        Poll::Ready(Ok(())) => Ok(buf.filled().len()),
+        Poll::Ready(Err(e)) => Err(e),
     }
 }
