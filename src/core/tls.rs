@@ -30,7 +30,7 @@ use std::sync::Arc;
 ///     .server_name("cache.internal")
 ///     .client_cert_files("/etc/app/client.pem", "/etc/app/client.key")?;
 /// let client = memshard::Client::builder()
-///     .server_list("10.0.0.1:11211\n10.0.0.2:11211")?
+///     .server_list("127.0.0.1:11211\n127.0.0.2:11211")?
 ///     .tls(tls)
 ///     .build()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
