@@ -184,3 +184,84 @@ impl Exchange for Login<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Ctx<'static> {
+        Ctx {
+            server: "s:1",
+            max_value: 1024,
+        }
+    }
+
+    /// Feeds `reply` to `login` after its request; returns what it wrote next and its step.
+    fn answer(login: &mut Login<'_>, reply: &[u8]) -> (Vec<u8>, Result<Step<()>>) {
+        let mut rb = ReadBuf::default();
+        let n = reply.len();
+        rb.spare()[..n].copy_from_slice(reply);
+        rb.filled(n);
+        let mut out = Vec::new();
+        let step = login.step(&mut rb, &mut out, &ctx());
+        (out, step)
+    }
+
+    #[test]
+    fn the_secret_goes_only_to_a_server_that_asks() {
+        let c = Credentials::new("app", "pa ss").expect("valid");
+        let mut login = Login::new(&c);
+        let mut out = Vec::new();
+        let first = login.step(&mut ReadBuf::default(), &mut out, &ctx());
+        assert!(matches!(first, Ok(Step::Write)));
+        assert_eq!(out, b"version\r\n");
+        // A server without -Y answers: done, nothing else sent.
+        let (out, step) = answer(&mut login, b"VERSION 1.6.18\r\n");
+        assert!(out.is_empty() && matches!(step, Ok(Step::Done(()))));
+
+        let mut login = Login::new(&c);
+        login
+            .step(&mut ReadBuf::default(), &mut Vec::new(), &ctx())
+            .expect("asks");
+        let (out, step) = answer(&mut login, b"CLIENT_ERROR unauthenticated\r\n");
+        assert!(matches!(step, Ok(Step::Write)));
+        assert_eq!(out, b"set auth 0 0 9\r\napp pa ss\r\n");
+        let (_, step) = answer(&mut login, b"STORED\r\n");
+        assert!(matches!(step, Ok(Step::Done(()))));
+    }
+
+    #[test]
+    fn a_refused_login_fails_the_connection() {
+        let c = Credentials::new("app", "wrong").expect("valid");
+        let mut login = Login::new(&c);
+        login
+            .step(&mut ReadBuf::default(), &mut Vec::new(), &ctx())
+            .expect("asks");
+        answer(&mut login, b"CLIENT_ERROR unauthenticated\r\n")
+            .1
+            .expect("logs in");
+        let (_, step) = answer(&mut login, b"CLIENT_ERROR authentication failure\r\n");
+        match step {
+            Err(Error::Auth { server, problem }) => {
+                assert_eq!((server.as_str(), problem), ("s:1", AuthProblem::Rejected));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn credentials_are_checked_and_never_shown() {
+        assert!(Credentials::new("", "p").is_err());
+        assert!(Credentials::new("a b", "p").is_err());
+        assert!(Credentials::new("a:b", "p").is_err());
+        assert!(Credentials::new("a", "").is_err());
+        assert!(Credentials::new("a", "p\nq").is_err());
+        let c = Credentials::parse("app:s3cr:et\nignored\n", "test").expect("parses");
+        assert_eq!((c.user(), c.password.as_str()), ("app", "s3cr:et"));
+        assert!(Credentials::parse("no-colon", "test").is_err());
+        let shown = format!("{c:?} {:?}", Credentials::parse("app", "f"));
+        assert!(!shown.contains("s3cr"), "{shown}");
+        let e = Credentials::from_env("MEMSHARD_TEST_UNSET_VARIABLE").expect_err("unset");
+        assert!(e.to_string().contains("$MEMSHARD_TEST_UNSET_VARIABLE"));
+    }
+}

@@ -295,3 +295,80 @@ pub(crate) fn handshake_failed(
 ) -> Error {
     Error::io(server, e, "tls handshake", opts.connect_timeout)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_that_cannot_work_are_refused() {
+        let e = TlsConfig::new().ca_pem(b"not a certificate").err();
+        assert!(
+            matches!(e, Some(SettingError::Tls { setting: "ca", .. })),
+            "{e:?}"
+        );
+        let e = TlsConfig::new().ca_file("/nonexistent/ca.pem").err();
+        assert!(
+            matches!(e, Some(SettingError::Tls { setting: "ca", .. })),
+            "{e:?}"
+        );
+        let e = TlsConfig::new().client_cert_pem(b"", b"").err();
+        assert!(e.is_some());
+        let bad_name = TlsConfig::new().server_name("not a name!").setup().err();
+        assert!(matches!(
+            bad_name,
+            Some(SettingError::Tls {
+                setting: "server name",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn handshake_failures_are_classified() {
+        use rustls::{AlertDescription as A, CertificateError as C, Error as R};
+        let cases = [
+            (
+                R::InvalidCertificate(C::UnknownIssuer),
+                TlsProblem::UnknownCa,
+            ),
+            (
+                R::InvalidCertificate(C::NotValidForName),
+                TlsProblem::NameMismatch,
+            ),
+            (R::InvalidCertificate(C::Expired), TlsProblem::Expired),
+            (
+                R::AlertReceived(A::CertificateRequired),
+                TlsProblem::ClientCertificate,
+            ),
+            (
+                R::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                TlsProblem::NotTls,
+            ),
+        ];
+        for (e, want) in cases {
+            match classify("s:1", &e) {
+                Error::Tls {
+                    server, problem, ..
+                } => assert_eq!((server.as_str(), problem), ("s:1", want)),
+                other => panic!("{other:?}"),
+            }
+        }
+        // Wrapped in an io::Error, as rustls's streams return it.
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            R::InvalidCertificate(C::UnknownIssuer),
+        );
+        let e = Error::io("s:1", io, "read", std::time::Duration::from_secs(1));
+        assert!(
+            matches!(
+                e,
+                Error::Tls {
+                    problem: TlsProblem::UnknownCa,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}
