@@ -76,7 +76,8 @@
 //! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
 //! | `tracing` | no | a `tracing` span per request |
-//! | `codecs` | no | [`value`]: decode what php-memcached, pylibmc, dalli, spymemcached and node memcached store (FastLZ, zlib, gzip) |
+//! | `codecs` | yes | [`value`], `get_value`/`get_as`/`set_value`, `Builder::codec`: read and write what php-memcached, pylibmc, dalli, spymemcached and node memcached store |
+//! | `tls` | with `cli` | `Builder::tls` and `TlsConfig`: TLS to memcached `-Z` (rustls); `Builder::credentials` (memcached `-Y`) needs no feature |
 
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
