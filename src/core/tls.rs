@@ -44,6 +44,11 @@ pub struct TlsConfig {
     /// Sessions to resume; shared by every client built from this configuration (and its
     /// clones), so a new client's first connections are cheap too. `None`: no resumption.
     sessions: Option<Arc<dyn rustls::client::ClientSessionStore>>,
+    /// The rustls configuration, built once and shared by the clones: rustls resumes a session
+    /// only with the very configuration (verifier, certificate resolver) that made it
+    /// (`compatible_config` compares the pointers), so clients built from clones must share
+    /// it. Every setter starts a new one.
+    built: Arc<std::sync::OnceLock<Arc<rustls::ClientConfig>>>,
 }
 
 /// Sessions kept per configuration: rustls's default size (256 servers).
@@ -59,6 +64,7 @@ impl Default for TlsConfig {
             sessions: Some(Arc::new(rustls::client::ClientSessionMemoryCache::new(
                 SESSIONS,
             ))),
+            built: Arc::default(),
         }
     }
 }
@@ -112,6 +118,7 @@ impl TlsConfig {
 
     /// Trust only the CAs in this PEM bundle (instead of the system's roots).
     pub fn ca_pem(mut self, pem: &[u8]) -> Result<Self, SettingError> {
+        self.built = Arc::default();
         self.roots = Some(certificates("ca", pem)?);
         Ok(self)
     }
@@ -124,6 +131,7 @@ impl TlsConfig {
 
     /// Present this certificate chain and key (PEM) to servers that ask for one.
     pub fn client_cert_pem(mut self, chain: &[u8], key: &[u8]) -> Result<Self, SettingError> {
+        self.built = Arc::default();
         let chain = certificates("client certificate", chain)?;
         let key = PrivateKeyDer::from_pem_slice(key)
             .map_err(|e| setting("client key", format!("no PEM private key in it: {e}")))?;
@@ -163,6 +171,7 @@ impl TlsConfig {
     /// handshake.
     #[must_use]
     pub fn session_resumption(mut self, on: bool) -> Self {
+        self.built = Arc::default();
         self.sessions = match (on, self.sessions.take()) {
             (true, Some(s)) => Some(s),
             (true, None) => Some(Arc::new(rustls::client::ClientSessionMemoryCache::new(
@@ -175,6 +184,29 @@ impl TlsConfig {
 
     /// The rustls configuration and the names, checked.
     pub(crate) fn setup(&self) -> Result<TlsSetup, SettingError> {
+        for name in self.name.iter().chain(self.names.values()) {
+            ServerName::try_from(name.as_str())
+                .map_err(|e| setting("server name", format!("{name:?}: {e}")))?;
+        }
+        let config = match self.built.get() {
+            Some(c) => c.clone(),
+            None => {
+                let c = Arc::new(self.client_config()?);
+                // Two builds racing: the first one stays, for both.
+                match self.built.set(c.clone()) {
+                    Ok(()) => c,
+                    Err(_) => self.built.get().cloned().unwrap_or(c),
+                }
+            }
+        };
+        Ok(TlsSetup {
+            config,
+            name: self.name.clone(),
+            names: self.names.clone(),
+        })
+    }
+
+    fn client_config(&self) -> Result<rustls::ClientConfig, SettingError> {
         let mut roots = rustls::RootCertStore::empty();
         match &self.roots {
             Some(certs) => {
@@ -214,15 +246,7 @@ impl TlsConfig {
             Some(store) => rustls::client::Resumption::store(store.clone()),
             None => rustls::client::Resumption::disabled(),
         };
-        for name in self.name.iter().chain(self.names.values()) {
-            ServerName::try_from(name.as_str())
-                .map_err(|e| setting("server name", format!("{name:?}: {e}")))?;
-        }
-        Ok(TlsSetup {
-            config: Arc::new(config),
-            name: self.name.clone(),
-            names: self.names.clone(),
-        })
+        Ok(config)
     }
 }
 
