@@ -12,7 +12,7 @@
 //! hits them alike. Inputs are prepared outside the timed loops. No route/build input touches
 //! the network: the routing servers are only names.
 
-use memshard::{Client, Flavor, Ring, Server};
+use memshard::{Client, Expiry, Flavor, Ring, Server};
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -301,8 +301,8 @@ fn io_cmd(spec: &str, reps: usize) {
 
     let keys: Vec<String> = (0..IO_KEYS).map(|i| format!("user:{i}")).collect();
     for k in &keys {
-        ms.set(k, VALUE, 0, 0).expect("preload");
-        ms1.set(k, VALUE, 0, 0).expect("preload");
+        ms.set(k, VALUE, Expiry::NEVER).expect("preload");
+        ms1.set(k, VALUE, Expiry::NEVER).expect("preload");
     }
     let ring = ms.ring().clone();
     let owner: Vec<usize> = keys
@@ -365,7 +365,7 @@ fn io_cmd(spec: &str, reps: usize) {
         &mut [
             &mut || {
                 ns_per_op(ops, |i| {
-                    black_box(ms.set(&keys[k(i)], VALUE, 0, 0).expect("set"));
+                    black_box(ms.set(&keys[k(i)], VALUE, Expiry::NEVER).expect("set"));
                 })
             },
             &mut || {
@@ -406,7 +406,7 @@ fn io_cmd(spec: &str, reps: usize) {
         &mut [
             &mut || {
                 ns_per_op(ops, |i| {
-                    black_box(ms1.set(&keys[k(i)], VALUE, 0, 0).expect("set"));
+                    black_box(ms1.set(&keys[k(i)], VALUE, Expiry::NEVER).expect("set"));
                 })
             },
             &mut || {
@@ -534,7 +534,7 @@ fn io_cmd(spec: &str, reps: usize) {
     let ms_op = |t: usize, i: usize| {
         let key = &keys[(i * 7 + t * 500) % IO_KEYS];
         if i % 10 == 9 {
-            black_box(ms.set(key, VALUE, 0, 0).expect("set"));
+            black_box(ms.set(key, VALUE, Expiry::NEVER).expect("set"));
         } else {
             black_box(ms.get(key).expect("get"));
         }
