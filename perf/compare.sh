@@ -7,9 +7,13 @@
 # Routing and continuum build (no network): memshard vs libmemcached's own lookup
 # (c/lmc_route.c, memcached_generate_hash / memcached_server_push, KETAMA_WEIGHTED) and the
 # ketama crate. Client I/O: 4 memcached servers on free 127.0.0.1 ports, weights 3/1/2/1,
-# memshard vs a raw blocking socket, the memcache crate and pylibmc. Each figure is the median
-# of 5 repetitions after a warm-up. Needs: cargo, cc, memcached, libmemcached-dev,
-# /usr/bin/python3 with python3-pylibmc (Debian). Takes well under 3 minutes once built.
+# memshard vs a raw blocking socket, the memcache crate and pylibmc. TLS: memshard over TLS vs
+# memshard over plaintext (get, set, get_multi of 100 keys, a new client's first get with a
+# resumed and with a full handshake, the async client's get), one memcached each, the TLS one
+# (-Z) with a certificate made for the run; its own table of ratios (src/tls.rs). Each figure
+# is the median of 5 repetitions after a warm-up. Needs: cargo, cc, memcached (with TLS),
+# libmemcached-dev, taskset, /usr/bin/python3 with python3-pylibmc (Debian). Takes well under
+# 3 minutes once built (the TLS part about 20 s).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/sbin"
@@ -21,7 +25,7 @@ case "${1:-}" in
     *) echo "usage: perf/compare.sh [--write]" >&2; exit 2 ;;
 esac
 
-for tool in cargo cc memcached /usr/bin/python3; do
+for tool in cargo cc memcached taskset /usr/bin/python3; do
     command -v "$tool" >/dev/null || { echo "compare.sh: missing $tool" >&2; exit 1; }
 done
 /usr/bin/python3 -c 'import pylibmc' 2>/dev/null \
@@ -91,6 +95,26 @@ for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
 
+# TLS: both servers and the measuring process on one CPU, taking turns: spread over two
+# vCPUs, each round trip also paid for waking the other side's vCPU, which varied by tens of
+# µs between runs and swamped what TLS costs.
+echo "TLS: memshard over TLS vs over plaintext, interleaved, 5 repetitions ..." >&2
+cpu=$(taskset -pc $$ | sed 's/.*: //' | tr ',' '\n' | tail -1 | sed 's/.*-//')
+"$bin" tls-certs "$work/tls"
+plain_port=$(free_port)
+taskset -c "$cpu" memcached "${user[@]}" -U 0 -m 64 -t 1 -l 127.0.0.1 -p "$plain_port" >/dev/null 2>&1 &
+pids+=("$!")
+tls_port=$(free_port)
+taskset -c "$cpu" memcached "${user[@]}" -U 0 -m 64 -t 1 -l 127.0.0.1 -p "$tls_port" -Z \
+    -o "ssl_chain_cert=$work/tls/server.pem,ssl_key=$work/tls/server.key" >/dev/null 2>&1 &
+pids+=("$!")
+wait_up "$plain_port"; wait_up "$tls_port"
+taskset -c "$cpu" "$bin" tls "127.0.0.1:$plain_port" "127.0.0.1:$tls_port" "$work/tls/ca.pem" >> "$metrics"
+echo "tls.cpu	$cpu" >> "$metrics"
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+pids=()
+
 table=$(/usr/bin/python3 py/table.py "$metrics")
 elapsed=$((SECONDS - t0))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -123,7 +147,10 @@ if [ "$write" = 1 ]; then
         echo "lower is better, for throughput (ops/s) higher is better; the target column says which."
         echo "Keys are \`user:<i>\`. Routing servers: \`127.0.<i/250>.<1+i%250>:11211\`, weight \`1+(i*7)%5\`"
         echo "(no connection is made); I/O: 4 memcached (\`-t 1\`) on 127.0.0.1 with weights 3/1/2/1, 32-byte"
-        echo "values, text protocol for every client."
+        echo "values, text protocol for every client. TLS (last table): memshard against itself, one plaintext"
+        echo "and one \`-Z\` memcached (\`-t 1\`, memcached's TLS defaults), a certificate for 127.0.0.1 made for"
+        echo "the run (rcgen, ECDSA P-256), rustls $(grep -A1 '^name = "rustls"' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p') with ring, both"
+        echo "servers and the measuring process pinned to one CPU."
         echo
         echo "$table"
     } > RESULTS.md

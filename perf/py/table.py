@@ -117,3 +117,34 @@ print("- memcache crate (0.21, `?protocol=ascii`): its r2d2 pool validates every
 print("  round trip and writes a request in several `send` calls, so each get/set costs two round trips.")
 print("  It shards with its own hash (`DefaultHasher % n`), so single get/set is compared on one server.")
 print("- pylibmc: one `clone()` per thread for the throughput run (a pylibmc client is not thread-safe).")
+
+# --- TLS: memshard against itself ------------------------------------------------------------
+tls_rows = [
+    ("get (hit, 100 B)", "tls.get.plain", "tls.get.tls"),
+    ("set (100 B)", "tls.set.plain", "tls.set.tls"),
+    ("get_multi, 100 keys of 100 B", "tls.get_multi.plain", "tls.get_multi.tls"),
+    ("new client + first get, resumed handshake", "tls.connect_resumed.plain",
+     "tls.connect_resumed.tls"),
+    ("new client + first get, full handshake", "tls.connect_full.plain", "tls.connect_full.tls"),
+    ("async client get (hit, 100 B)", "tls.aio_get.plain", "tls.aio_get.tls"),
+]
+if any(k.startswith("tls.") for k in m):
+    print()
+    cpu = m.get("tls.cpu")
+    print("TLS: memshard over TLS / memshard over plaintext, one memcached each"
+          + (f", servers and client pinned to CPU {cpu:.0f}" if cpu is not None else "")
+          + ". The connect rows build a new client per call and time its first get; \"resumed\": its")
+    print("TlsConfig is a clone of one whose session cache already holds tickets for the server.")
+    print()
+    print("| measurement | plaintext | TLS | TLS / plaintext |")
+    print("|---|---|---|---|")
+    for what, p, t in tls_rows:
+        pa, tb = m.get(p), m.get(t)
+        if pa is None or tb is None:
+            continue
+        print(f"| {what} | {fmt(pa, 'ns')} | {fmt(tb, 'ns')} | {tb / pa:.2f} |")
+    r, f = m.get("tls.connect_resumed.tls"), m.get("tls.connect_full.tls")
+    if r and f:
+        print()
+        print(f"connect over TLS, resumed / full handshake: {r / f:.2f} (below 1 only when a new client"
+              " resumes a session that its TlsConfig's earlier clients got)")

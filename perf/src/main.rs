@@ -6,11 +6,15 @@
 //!   memshard-perf ketama                 equal weights: memshard vs the ketama crate
 //!   memshard-perf io HOST:PORT:W,... [REPS]   client I/O against running memcached servers
 //!                                        (compare.sh: REPS 1, alternated with pylibmc_bench.py)
+//!   memshard-perf tls-certs DIR          certificates for a `-Z` memcached (src/tls.rs)
+//!   memshard-perf tls PLAIN TLS CA [REPS]   memshard over TLS vs over plaintext (src/tls.rs)
 //!
 //! Figures are medians of 5 repetitions after a warm-up; the contenders of one measurement run
 //! interleaved (rep 1 of each, then rep 2 of each, ...), so load from other work on the machine
 //! hits them alike. Inputs are prepared outside the timed loops. No route/build input touches
 //! the network: the routing servers are only names.
+
+mod tls;
 
 use memshard::{Client, Expiry, Flavor, Ring, Server};
 use std::hint::black_box;
@@ -575,9 +579,23 @@ fn main() {
             args.get(3)
                 .map_or(REPS, |r| r.parse().expect("repetitions")),
         ),
+        Some("tls-certs") => {
+            tls::certs_cmd(std::path::Path::new(args.get(2).expect("tls-certs DIR")))
+        }
+        Some("tls") => {
+            let usage = "tls PLAIN_HOST:PORT TLS_HOST:PORT CA.pem [REPS]";
+            tls::tls_cmd(
+                args.get(2).expect(usage),
+                args.get(3).expect(usage),
+                std::path::Path::new(args.get(4).expect(usage)),
+                args.get(5)
+                    .map_or(REPS, |r| r.parse().expect("repetitions")),
+            )
+        }
         _ => {
             eprintln!(
-                "usage: memshard-perf weighted N... | ketama | io HOST:PORT:W,... [REPS] | build-loop N ITERS"
+                "usage: memshard-perf weighted N... | ketama | io HOST:PORT:W,... [REPS] | \
+                 tls-certs DIR | tls PLAIN TLS CA [REPS] | build-loop N ITERS"
             );
             std::process::exit(2);
         }
