@@ -43,6 +43,10 @@ pub struct Server {
     /// left out). Flavors whose peers hash the text as given (libketama, node hashring) use it,
     /// and it is what `memshard route` prints.
     pub addr: String,
+    /// The name to verify on this server's TLS certificate (feature `tls`), where it differs
+    /// from the host: a server listed by IP address whose certificate holds a DNS name. In a
+    /// server list: `tls_name=NAME` after the address. Placement never uses it.
+    pub tls_name: Option<String>,
 }
 
 impl Server {
@@ -60,6 +64,7 @@ impl Server {
             weight: 1,
             name: None,
             addr,
+            tls_name: None,
         }
     }
 
@@ -72,6 +77,12 @@ impl Server {
     /// The same server with a name.
     pub fn with_name(mut self, name: impl Into<String>) -> Server {
         self.name = Some(name.into());
+        self
+    }
+
+    /// The same server with the name its TLS certificate must hold.
+    pub fn with_tls_name(mut self, name: impl Into<String>) -> Server {
+        self.tls_name = Some(name.into());
         self
     }
 
@@ -154,11 +165,20 @@ pub fn parse_server_list(text: &str) -> Result<Vec<Server>, ServerListError> {
     Ok(out)
 }
 
-/// One canonical (`HOST:PORT [WEIGHT] [NAME]`) or twemproxy (`HOST:PORT:WEIGHT [NAME]`) entry.
+/// One canonical (`HOST:PORT [WEIGHT] [NAME]`) or twemproxy (`HOST:PORT:WEIGHT [NAME]`) entry,
+/// with an optional `tls_name=NAME` anywhere after the address.
 fn parse_entry(line: &str) -> Result<Server, String> {
     let mut tokens = line.split_whitespace();
     let first = tokens.next().ok_or("empty server entry")?;
-    let rest: Vec<&str> = tokens.collect();
+    let (tls, rest): (Vec<&str>, Vec<&str>) = tokens.partition(|t| t.starts_with("tls_name="));
+    let tls_name = match tls.as_slice() {
+        [] => None,
+        [t] => match &t["tls_name=".len()..] {
+            "" => return Err("tls_name= needs a name".into()),
+            n => Some(n.to_string()),
+        },
+        _ => return Err("tls_name= given more than once".into()),
+    };
     let (addr, host, port, tw_weight) = split_address(first)?;
     let (weight, name) = match (tw_weight, rest.as_slice()) {
         (Some(w), []) => (w, None),
@@ -179,6 +199,7 @@ fn parse_entry(line: &str) -> Result<Server, String> {
         weight,
         name: name.map(|n| n.to_string()),
         addr,
+        tls_name,
     })
 }
 
@@ -280,6 +301,27 @@ fn parse_libmemcached_line(line: &str) -> Result<Vec<Server>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_name_is_read_anywhere_after_the_address_and_changes_nothing_else() {
+        let plain = parse_server_list("127.0.0.1:11211 3 cache-a").expect("parses");
+        for line in [
+            "127.0.0.1:11211 tls_name=cache.test 3 cache-a",
+            "127.0.0.1:11211 3 cache-a tls_name=cache.test",
+        ] {
+            let s = parse_server_list(line).expect("parses");
+            assert_eq!(s[0].tls_name.as_deref(), Some("cache.test"));
+            assert_eq!(
+                Server {
+                    tls_name: None,
+                    ..s[0].clone()
+                },
+                plain[0]
+            );
+        }
+        assert!(parse_server_list("127.0.0.1:11211 tls_name=").is_err());
+        assert!(parse_server_list("127.0.0.1:11211 tls_name=a tls_name=b").is_err());
+    }
 
     #[test]
     fn formats() {

@@ -68,7 +68,7 @@ impl Builder<Client> {
         let make = move |s: &Server| {
             // bb8 runs its upkeep as tasks of the client's runtime, whoever adds the server
             let _in_runtime = rt.enter();
-            Pool::new(s, conn.clone(), pool)
+            Pool::new(s, conn.for_server(s), pool)
         };
         Ok(Client {
             core: Arc::new(Core::new(settings, Box::new(make))?),

@@ -53,7 +53,7 @@ async fn over_tls(
     server: &str,
     opts: &ConnOptions,
 ) -> Result<Stream> {
-    let name = tls.name_for(server, host)?;
+    let name = tls.name_for(server, host, opts.tls_name.as_deref())?;
     tokio_rustls::TlsConnector::from(tls.config.clone())
         .connect(name, tcp)
         .await

@@ -49,7 +49,7 @@ impl Builder<Client> {
     pub fn build(self) -> Result<Client> {
         let settings = self.checked()?;
         let (conn, pool) = (settings.conn.clone(), settings.pool);
-        let make = move |s: &Server| Pool::new(&s.host, s.port, &s.addr, conn.clone(), pool);
+        let make = move |s: &Server| Pool::new(&s.host, s.port, &s.addr, conn.for_server(s), pool);
         Ok(Client {
             core: Arc::new(Core::new(settings, Box::new(make))?),
         })

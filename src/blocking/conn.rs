@@ -209,7 +209,7 @@ impl Conn {
         tcp.set_read_timeout(Some(opts.connect_timeout))
             .and_then(|_| tcp.set_write_timeout(Some(opts.connect_timeout)))
             .map_err(failed)?;
-        let name = tls.name_for(server, host)?;
+        let name = tls.name_for(server, host, opts.tls_name.as_deref())?;
         let session = rustls::ClientConnection::new(tls.config.clone(), name)
             .map_err(|e| crate::core::tls::classify(server, &e))?;
         let mut s = rustls::StreamOwned::new(session, tcp);

@@ -41,6 +41,25 @@ pub struct ConnOptions {
     /// TLS for every connection; `None`: plaintext.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<super::tls::TlsSetup>>,
+    /// The name the server list gives for this server's certificate.
+    #[cfg(feature = "tls")]
+    pub(crate) tls_name: Option<String>,
+}
+
+impl ConnOptions {
+    /// These options for the connections to `server`.
+    pub(crate) fn for_server(&self, server: &crate::Server) -> ConnOptions {
+        #[cfg(feature = "tls")]
+        return ConnOptions {
+            tls_name: server.tls_name.clone(),
+            ..self.clone()
+        };
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = server;
+            self.clone()
+        }
+    }
 }
 
 impl Default for ConnOptions {
@@ -53,6 +72,8 @@ impl Default for ConnOptions {
             credentials: None,
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "tls")]
+            tls_name: None,
         }
     }
 }

@@ -37,9 +37,9 @@ pub(crate) mod readbuf;
 pub(crate) mod replica;
 pub(crate) mod route;
 pub(crate) mod settings;
-#[cfg(feature = "codecs")]
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
+#[cfg(feature = "codecs")]
 pub mod value;
 pub(crate) mod view;
 

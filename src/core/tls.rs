@@ -265,13 +265,18 @@ impl std::fmt::Debug for TlsSetup {
 }
 
 impl TlsSetup {
-    /// The name to verify for the server `server` at `host`.
-    pub(crate) fn name_for(&self, server: &str, host: &str) -> Result<ServerName<'static>, Error> {
-        let name = self
-            .names
-            .get(server)
-            .or(self.name.as_ref())
-            .map_or(host, String::as_str);
+    /// The name to verify for the server `server` at `host`: the server list's `tls_name`,
+    /// else [`TlsConfig::server_name_for`], else [`TlsConfig::server_name`], else the host.
+    pub(crate) fn name_for(
+        &self,
+        server: &str,
+        host: &str,
+        listed: Option<&str>,
+    ) -> Result<ServerName<'static>, Error> {
+        let name = listed
+            .or(self.names.get(server).map(String::as_str))
+            .or(self.name.as_deref())
+            .unwrap_or(host);
         ServerName::try_from(name.to_owned()).map_err(|e| Error::Tls {
             server: server.to_owned(),
             problem: TlsProblem::NameMismatch,
