@@ -190,6 +190,25 @@ pub struct Memcached {
     pub port: u16,
     pub pid: u32,
     process: Owned,
+    /// Where and how the test's own plaintext requests go, for a server whose port does not
+    /// answer them as they are (TLS, authentication); `None`: its port.
+    admin: Option<Admin>,
+}
+
+/// How the test itself reaches a memcached started with [`Memcached::start_with`].
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// A plaintext listener on a free port of the same address (`-l notls:ip:port`), for a
+    /// server with TLS (`-Z`) on its port.
+    pub plaintext_port: bool,
+    /// `user` and `password` to log in with before each connection's first request (`-Y`).
+    pub login: Option<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+struct Admin {
+    addr: SocketAddr,
+    login: Option<(String, String)>,
 }
 
 enum Start {
@@ -216,10 +235,41 @@ impl Memcached {
         Self::start_where(extra, || (random_loopback(), 11211), true)
     }
 
+    /// memcached on `ip:port` (0: a free port, retried on another if taken meanwhile) with
+    /// extra arguments given one by one (paths, `-o` lists), reached by the test as `access`
+    /// says: the readiness check, [`Memcached::text`], [`Memcached::stat`] and the other raw
+    /// requests go to the plaintext port and log in first.
+    pub fn start_with(ip: Ipv4Addr, port: u16, args: &[String], access: &Access) -> Memcached {
+        Self::start_inner(
+            |cmd| {
+                cmd.args(args);
+            },
+            || (ip, if port == 0 { free_port(ip) } else { port }),
+            port == 0,
+            access,
+        )
+    }
+
     fn start_where(
         extra: &str,
+        addr: impl FnMut() -> (Ipv4Addr, u16),
+        may_retry: bool,
+    ) -> Memcached {
+        Self::start_inner(
+            |cmd| {
+                cmd.args(extra.split_whitespace());
+            },
+            addr,
+            may_retry,
+            &Access::default(),
+        )
+    }
+
+    fn start_inner(
+        extra: impl Fn(&mut Command),
         mut addr: impl FnMut() -> (Ipv4Addr, u16),
         may_retry: bool,
+        access: &Access,
     ) -> Memcached {
         let bin = program("memcached").expect("memcached is installed");
         let mut why = String::new();
@@ -230,19 +280,35 @@ impl Memcached {
             if unsafe { libc::geteuid() } == 0 {
                 cmd.args(["-u", "root"]);
             }
-            cmd.args(["-U", "0", "-m", "32", "-t", "2", "-c", "1024"])
-                .args(["-l", &ip.to_string(), "-p", &port.to_string()])
-                .args(extra.split_whitespace())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+            cmd.args(["-U", "0", "-m", "32", "-t", "2", "-c", "1024"]);
+            let admin = if access.plaintext_port {
+                let plain = free_port(ip);
+                cmd.args(["-l", &format!("notls:{ip}:{plain}")])
+                    .args(["-l", &format!("{ip}:{port}")]);
+                Some(SocketAddr::from((ip, plain)))
+            } else {
+                cmd.args(["-l", &ip.to_string(), "-p", &port.to_string()]);
+                access.login.is_some().then(|| SocketAddr::from((ip, port)))
+            };
+            let admin = admin.map(|addr| Admin {
+                addr,
+                login: access.login.clone(),
+            });
+            extra(&mut cmd);
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
             let mut process = Owned::spawn(cmd).expect("spawn memcached");
-            match wait_memcached(&mut process, SocketAddr::from((ip, port))) {
+            let ready = match &admin {
+                None => wait_memcached(&mut process, SocketAddr::from((ip, port))),
+                Some(a) => wait_memcached_at(&mut process, SocketAddr::from((ip, port)), a),
+            };
+            match ready {
                 Start::Ready => {
                     return Memcached {
                         ip,
                         port,
                         pid: process.pid,
                         process,
+                        admin,
                     };
                 }
                 Start::Exited(w) => why = w,
@@ -298,9 +364,19 @@ impl Memcached {
         panic!("memcached {} did not reach the state of SIG{sig}", self.pid);
     }
 
-    /// A raw text-protocol connection to this server alone (bypassing memshard).
+    /// A raw text-protocol connection to this server alone (bypassing memshard): to its
+    /// plaintext port and logged in, for a server started with [`Memcached::start_with`].
     pub fn text(&self) -> Text {
-        Text::open(self.sock())
+        match &self.admin {
+            None => Text::open(self.sock()),
+            Some(a) => {
+                let mut t = Text::open(a.addr);
+                if let Some((user, password)) = &a.login {
+                    t.login(user, password);
+                }
+                t
+            }
+        }
     }
 
     /// One raw request; the reply up to and including `until`.
@@ -365,9 +441,47 @@ fn wait_memcached(process: &mut Owned, addr: SocketAddr) -> Start {
     Start::Exited(format!("memcached on {addr} did not answer within 10 s"))
 }
 
+/// Ready when the plaintext port `admin` answers `stats` (after the login) with the pid of
+/// `process`, and that process listens on `addr`.
+fn wait_memcached_at(process: &mut Owned, addr: SocketAddr, admin: &Admin) -> Start {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = process.exited() {
+            return Start::Exited(format!("memcached on {addr} exited ({status})"));
+        }
+        if stats_pid_as(admin.addr, admin.login.as_ref()) == Some(process.pid)
+            && listens(process.pid, addr)
+        {
+            return Start::Ready;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Start::Exited(format!("memcached on {addr} did not answer within 10 s"))
+}
+
 fn stats_pid(addr: SocketAddr) -> Option<u32> {
+    stats_pid_as(addr, None)
+}
+
+fn stats_pid_as(addr: SocketAddr, login: Option<&(String, String)>) -> Option<u32> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    if let Some((user, password)) = login {
+        let token = format!("{user} {password}");
+        s.write_all(format!("set auth 0 0 {}\r\n{token}\r\n", token.len()).as_bytes())
+            .ok()?;
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while !reply.ends_with(b"\r\n") {
+            if s.read(&mut byte).ok()? == 0 {
+                return None;
+            }
+            reply.push(byte[0]);
+        }
+        if reply != b"STORED\r\n" {
+            return None;
+        }
+    }
     s.write_all(b"stats\r\n").ok()?;
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
@@ -562,6 +676,14 @@ impl Text {
 
     pub fn send(&mut self, bytes: &[u8]) {
         self.w.write_all(bytes).expect("write request");
+    }
+
+    /// memcached's ASCII login (`-Y`): a `set` whose value is `user password`.
+    pub fn login(&mut self, user: &str, password: &str) {
+        let token = format!("{user} {password}");
+        self.send(format!("set auth 0 0 {}\r\n{token}\r\n", token.len()).as_bytes());
+        let reply = self.line();
+        assert_eq!(reply, b"STORED", "login as {user}");
     }
 
     /// One reply line without its CRLF; `None` when the peer closed the connection.
