@@ -1229,6 +1229,123 @@ fn over_tls_a_stopped_server_times_out_and_a_restarted_one_is_reconnected() {
     });
 }
 
+/// A get_multi over every server while `stopped` is SIGSTOPped: the keys of the other
+/// servers that failed, and the first such error.
+async fn healthy_failures<C: Kind>(
+    c: &C,
+    keys: &[String],
+    on: &[usize],
+    stopped: usize,
+) -> (usize, Option<String>) {
+    let mut failed = 0;
+    let mut first = None;
+    for (i, r) in c.get_multi(keys).await.into_iter().enumerate() {
+        match r {
+            Err(e) if on[i] != stopped => {
+                failed += 1;
+                first.get_or_insert_with(|| e.to_string());
+            }
+            Err(e) => assert!(e.is_timeout(), "{e:?}"),
+            Ok(v) => assert_eq!(v.expect("hit").value, value_for(&keys[i], 1).as_bytes()),
+        }
+    }
+    (failed, first)
+}
+
+/// The cases where keys of healthy servers failed: `(client, case, keys, first error)`.
+type HeldUp = Vec<(&'static str, &'static str, usize, Option<String>)>;
+
+async fn multi_not_held_up<C: Kind>(first: u8, held_up: &Mutex<HeldUp>) {
+    let servers = fault_servers(first);
+    let list = list_of(&servers);
+    let c: C = C::build(
+        C::builder()
+            .server_list(&list)
+            .unwrap()
+            .pool_size(4)
+            .connect_timeout(Duration::from_millis(300))
+            .read_timeout(Duration::from_millis(300))
+            .write_timeout(Duration::from_millis(300))
+            .checkout_timeout(Duration::from_secs(5))
+            .tls(trust())
+            .failure_policy(FailurePolicy::default().with_failure_limit(0)),
+    )
+    .unwrap();
+    let ring = c.ring();
+    let addrs: Vec<String> = servers.iter().map(Restartable::addr).collect();
+    let keys: Vec<String> = (0..60).map(|i| format!("multi:{}:{i}", C::NAME)).collect();
+    let on: Vec<usize> = keys.iter().map(|k| owner_index(&ring, &addrs, k)).collect();
+    for k in &keys {
+        assert_eq!(
+            c.set(k, value_for(k, 1).as_bytes()).await.unwrap(),
+            StoreOutcome::Stored
+        );
+    }
+    let key_on = |s: usize| {
+        keys[on
+            .iter()
+            .position(|&o| o == s)
+            .expect("a key on each server")]
+        .clone()
+    };
+    let mut report = Vec::new();
+
+    // the first server of the list stopped while the pool holds a connection to it: its
+    // request is written, its reply never comes
+    c.get(&key_on(0)).await.unwrap();
+    servers[0].m.signal("STOP");
+    let a = healthy_failures(&c, &keys, &on, 0).await;
+    servers[0].m.signal("CONT");
+    report.push(("the first server, a pooled connection", a));
+
+    // the last server of the list stopped with no connection to it left: its handshake
+    // times out
+    servers[2].m.signal("STOP");
+    for _ in 0..4 {
+        c.get(&key_on(2))
+            .await
+            .expect_err("a stopped server answers");
+    }
+    let b = healthy_failures(&c, &keys, &on, 2).await;
+    servers[2].m.signal("CONT");
+    report.push(("the last server, no connection", b));
+
+    for (case, (failed, first)) in &report {
+        println!(
+            "{}: get_multi, {case} stopped: {failed} keys of the other servers failed {}",
+            C::NAME,
+            first.as_deref().unwrap_or("")
+        );
+    }
+    for (case, (failed, first)) in report {
+        if failed > 0 {
+            held_up.lock().unwrap().push((C::NAME, case, failed, first));
+        }
+    }
+}
+
+/// Over TLS, both clients: a get_multi over every server while one of them is SIGSTOPped
+/// serves the other servers' keys, whether the stopped server comes first in the list with a
+/// pooled connection (its request written, its reply never read) or last with none (its
+/// handshake never completes): a reply that came in time is never turned into a timeout by
+/// the wait for another server's.
+#[test]
+fn over_tls_a_get_multi_is_not_held_up_by_a_stopped_server() {
+    if !require("memcached") {
+        return;
+    }
+    let held_up = Mutex::new(Vec::new());
+    both(async |which| match which {
+        Which::Blocking => multi_not_held_up::<memshard::Client>(40, &held_up).await,
+        Which::Async => multi_not_held_up::<aio::Client>(44, &held_up).await,
+    });
+    let held_up = held_up.into_inner().unwrap();
+    assert!(
+        held_up.is_empty(),
+        "keys of healthy servers failed: {held_up:#?}"
+    );
+}
+
 /// What a read may return for a key (one worker writes and reads each key).
 #[derive(Default)]
 struct KeyState {
