@@ -288,10 +288,15 @@ impl Conn {
     /// Read more bytes, within the reply's deadline.
     fn fill(&mut self, deadline: Instant) -> Result<()> {
         let now = Instant::now();
-        if now >= deadline {
-            return Err(self.link.timed_out("read"));
-        }
-        let left = deadline.saturating_duration_since(now);
+        // Past the deadline, a reply that is already waiting is still taken (one read of at
+        // most 1 ms): `get_multi` writes to every server and then reads them in turn, so a
+        // stopped server read first must not turn the others' waiting replies into timeouts.
+        let late = now >= deadline;
+        let left = if late {
+            Duration::from_millis(1)
+        } else {
+            deadline.saturating_duration_since(now)
+        };
         // Only touch the socket option when the time left is clearly shorter than what is
         // set: the first read of a reply then needs no syscall (it may overshoot the deadline
         // by at most the slack). Two setsockopt calls per request measured as most of the gap
@@ -307,6 +312,15 @@ impl Conn {
         }
         match self.stream.read(self.link.spare()) {
             Ok(n) => self.link.received(n),
+            Err(e)
+                if late
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+            {
+                Err(self.link.timed_out("read"))
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
             Err(e) => Err(self.link.io_failed(e, "read")),
         }
