@@ -48,13 +48,11 @@ impl Stream {
 #[cfg(feature = "tls")]
 async fn over_tls(
     tcp: TcpStream,
-    tls: &crate::core::tls::TlsSetup,
-    host: &str,
+    (config, name): crate::core::tls::Session,
     server: &str,
     opts: &ConnOptions,
 ) -> Result<Stream> {
-    let name = tls.name_for(server, host, opts.tls_name.as_deref())?;
-    tokio_rustls::TlsConnector::from(tls.config.clone())
+    tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
         .map(|s| Stream::Tls(Box::new(s)))
@@ -110,8 +108,8 @@ impl AsyncConn {
                         s.set_nodelay(true)
                             .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
                         #[cfg(feature = "tls")]
-                        if let Some(tls) = &opts.tls {
-                            return over_tls(s, tls, host, server, opts).await;
+                        if let Some(session) = crate::core::tls::session_for(opts, server, host)? {
+                            return over_tls(s, session, server, opts).await;
                         }
                         return Ok(Stream::Tcp(s));
                     }

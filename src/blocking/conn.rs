@@ -171,8 +171,8 @@ impl Conn {
             s.set_nodelay(true)
                 .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
             #[cfg(feature = "tls")]
-            if let Some(tls) = &opts.tls {
-                return Conn::over_tls(s, tls, host, server, opts);
+            if let Some(session) = crate::core::tls::session_for(opts, server, host)? {
+                return Conn::over_tls(s, session, server, opts);
             }
             Stream::Tcp(s)
         };
@@ -200,8 +200,7 @@ impl Conn {
     #[cfg(feature = "tls")]
     fn over_tls(
         tcp: TcpStream,
-        tls: &crate::core::tls::TlsSetup,
-        host: &str,
+        (config, name): crate::core::tls::Session,
         server: &str,
         opts: &ConnOptions,
     ) -> Result<Conn> {
@@ -209,8 +208,7 @@ impl Conn {
         tcp.set_read_timeout(Some(opts.connect_timeout))
             .and_then(|_| tcp.set_write_timeout(Some(opts.connect_timeout)))
             .map_err(failed)?;
-        let name = tls.name_for(server, host, opts.tls_name.as_deref())?;
-        let session = rustls::ClientConnection::new(tls.config.clone(), name)
+        let session = rustls::ClientConnection::new(config, name)
             .map_err(|e| crate::core::tls::classify(server, &e))?;
         let mut s = rustls::StreamOwned::new(session, tcp);
         while s.conn.is_handshaking() {

@@ -325,6 +325,24 @@ pub(crate) fn handshake_failed(
     Error::io(server, e, "tls handshake", opts.connect_timeout)
 }
 
+/// What a new connection's handshake needs: the client's shared rustls configuration and the
+/// name to verify.
+pub(crate) type Session = (Arc<rustls::ClientConfig>, ServerName<'static>);
+
+/// The [`Session`] of a new connection to `server` (at `host`); `None` when the client speaks
+/// plaintext.
+pub(crate) fn session_for(
+    opts: &super::link::ConnOptions,
+    server: &str,
+    host: &str,
+) -> Result<Option<Session>, Error> {
+    let Some(tls) = &opts.tls else {
+        return Ok(None);
+    };
+    let name = tls.name_for(server, host, opts.tls_name.as_deref())?;
+    Ok(Some((tls.config.clone(), name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
