@@ -1042,6 +1042,24 @@ fn fault_servers(first: u8) -> Vec<Restartable> {
         .collect()
 }
 
+/// A TLS client of the fault servers with short timeouts; every request reaches its server,
+/// so a fault shows as its own error, never ServerDown.
+fn fault_client<C: Kind>(list: &str) -> C {
+    C::build(
+        C::builder()
+            .server_list(list)
+            .unwrap()
+            .pool_size(4)
+            .connect_timeout(Duration::from_millis(300))
+            .read_timeout(Duration::from_millis(300))
+            .write_timeout(Duration::from_millis(300))
+            .checkout_timeout(Duration::from_secs(5))
+            .tls(trust())
+            .failure_policy(FailurePolicy::default().with_failure_limit(0)),
+    )
+    .unwrap()
+}
+
 fn list_of(servers: &[Restartable]) -> String {
     servers
         .iter()
@@ -1084,20 +1102,7 @@ async fn until_served<T>(
 async fn stop_kill_restart<C: Kind>(first: u8) {
     let mut servers = fault_servers(first);
     let list = list_of(&servers);
-    let c: C = C::build(
-        C::builder()
-            .server_list(&list)
-            .unwrap()
-            .pool_size(4)
-            .connect_timeout(Duration::from_millis(300))
-            .read_timeout(Duration::from_millis(300))
-            .write_timeout(Duration::from_millis(300))
-            .checkout_timeout(Duration::from_secs(5))
-            .tls(trust())
-            // every request reaches its server: a fault shows as its own error, never ServerDown
-            .failure_policy(FailurePolicy::default().with_failure_limit(0)),
-    )
-    .unwrap();
+    let c: C = fault_client(&list);
     let ring = c.ring();
     let keys: Vec<String> = (0..90).map(|i| format!("fault:{}:{i}", C::NAME)).collect();
     let addrs: Vec<String> = servers.iter().map(Restartable::addr).collect();
@@ -1258,19 +1263,7 @@ type HeldUp = Vec<(&'static str, &'static str, usize, Option<String>)>;
 async fn multi_not_held_up<C: Kind>(first: u8, held_up: &Mutex<HeldUp>) {
     let servers = fault_servers(first);
     let list = list_of(&servers);
-    let c: C = C::build(
-        C::builder()
-            .server_list(&list)
-            .unwrap()
-            .pool_size(4)
-            .connect_timeout(Duration::from_millis(300))
-            .read_timeout(Duration::from_millis(300))
-            .write_timeout(Duration::from_millis(300))
-            .checkout_timeout(Duration::from_secs(5))
-            .tls(trust())
-            .failure_policy(FailurePolicy::default().with_failure_limit(0)),
-    )
-    .unwrap();
+    let c: C = fault_client(&list);
     let ring = c.ring();
     let addrs: Vec<String> = servers.iter().map(Restartable::addr).collect();
     let keys: Vec<String> = (0..60).map(|i| format!("multi:{}:{i}", C::NAME)).collect();
