@@ -193,6 +193,7 @@ mod tests {
         Ctx {
             server: "s:1",
             max_value: 1024,
+            protocol: crate::Protocol::Text,
         }
     }
 

@@ -38,6 +38,8 @@ pub struct ConnOptions {
     pub max_value_size: usize,
     /// Credentials every new connection logs in with (memcached `-Y`).
     pub(crate) credentials: Option<std::sync::Arc<super::auth::Credentials>>,
+    /// Text or meta commands.
+    pub(crate) protocol: super::protocol::Protocol,
     /// TLS for every connection; `None`: plaintext.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<super::tls::TlsSetup>>,
@@ -70,6 +72,7 @@ impl Default for ConnOptions {
             write_timeout: Duration::from_millis(1000),
             max_value_size: 1024 * 1024,
             credentials: None,
+            protocol: super::protocol::Protocol::Text,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "tls")]
@@ -299,6 +302,7 @@ impl Link {
         let ctx = Ctx {
             server: &self.server,
             max_value: self.opts.max_value_size,
+            protocol: self.opts.protocol,
         };
         let step = ex.step(&mut self.rb, &mut self.wbuf, &ctx);
         match step {

@@ -17,6 +17,7 @@
 //! | `exchange` | request bytes and reply interpretation of every command |
 //! | `probe` | the exchange that brings a down server back |
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
+//! | `protocol` | text or meta, the setting |
 //! | `outcome` | what commands return |
 //! | `api` | the public methods both clients share word for word, defined once |
 //! | `value` | what each peer stores, decoded from flags + payload (feature `codecs`) |
@@ -33,6 +34,7 @@ pub(crate) mod api;
 pub(crate) mod auth;
 pub(crate) mod outcome;
 pub(crate) mod probe;
+pub(crate) mod protocol;
 pub(crate) mod readbuf;
 pub(crate) mod replica;
 pub(crate) mod route;

@@ -340,7 +340,21 @@ impl<C> Builder<C> {
         self
     }
 
-    /// An in-process near cache for the keys the config marks (hot keys). Default: off.
+    /// Text or meta commands for every request ([`Protocol`](crate::Protocol)). Default:
+    /// text, which every memcached and proxy speaks; meta needs memcached 1.6 or later.
+    ///
+    /// ```
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .protocol(memshard::Protocol::Meta)
+    ///     .build()?;
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    pub fn protocol(mut self, protocol: crate::Protocol) -> Self {
+        self.settings.conn.protocol = protocol;
+        self
+    }
+
     /// Log in with these credentials on every new connection (memcached `-Y`), before any
     /// request. The secret is sent only to a server that asks for it (one that answers
     /// "unauthenticated"), and never appears in errors or debug output.
@@ -384,6 +398,7 @@ impl<C> Builder<C> {
         self
     }
 
+    /// An in-process near cache for the keys the config marks (hot keys). Default: off.
     #[cfg(feature = "near-cache")]
     #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
     pub fn near_cache(mut self, config: NearCacheConfig) -> Self {

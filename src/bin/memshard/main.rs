@@ -165,6 +165,9 @@ struct NetArgs {
     /// REMOVE_FAILED_SERVERS, twemproxy auto_eject_hosts).
     #[arg(long)]
     auto_eject: bool,
+    /// text (every memcached and proxy) or meta (memcached 1.6 and later: mg, ms, md, ma, mn).
+    #[arg(long, default_value = "text", value_name = "PROTOCOL")]
+    protocol: memshard::Protocol,
     #[command(flatten)]
     security: security::SecurityArgs,
 }
@@ -385,6 +388,7 @@ impl RingArgs {
             .write_timeout(t)
             .checkout_timeout(t)
             .failure_policy(policy)
+            .protocol(net.protocol)
             .pool_size(pool_size);
         if let Some(tag) = ring.hash_tag() {
             b = b.hash_tag(tag);

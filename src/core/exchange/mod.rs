@@ -26,6 +26,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) server: &'a str,
     /// Largest value accepted in a reply.
     pub(crate) max_value: usize,
+    /// Text or meta commands.
+    pub(crate) protocol: crate::Protocol,
 }
 
 /// What an exchange needs next.

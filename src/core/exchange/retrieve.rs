@@ -185,6 +185,7 @@ mod tests {
         let ctx = Ctx {
             server: "s:1",
             max_value: 1024,
+            protocol: crate::Protocol::Text,
         };
         ex.step(rb, &mut Vec::new(), &ctx)
     }
@@ -197,6 +198,7 @@ mod tests {
         let ctx = Ctx {
             server: "s:1",
             max_value: 1024,
+            protocol: crate::Protocol::Text,
         };
         let mut rb = ReadBuf::default();
         assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
@@ -230,6 +232,7 @@ mod tests {
         let ctx = Ctx {
             server: "s:1",
             max_value: 1024,
+            protocol: crate::Protocol::Text,
         };
         let mut rb = ReadBuf::default();
         let _ = ex.step(&mut rb, &mut out, &ctx);

@@ -208,6 +208,7 @@ mod tests {
         let ctx = Ctx {
             server: "s:1",
             max_value: 1024,
+            protocol: crate::Protocol::Text,
         };
         assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
         assert!(matches!(
