@@ -1,9 +1,11 @@
-//! The memcached ASCII protocol: request encoding and an incremental reply parser.
+//! The memcached ASCII protocol: request encoding and an incremental reply parser, for the
+//! text commands and (in [`meta`]) the meta commands.
 //!
 //! Everything here is a pure function over bytes, tested without sockets. Keys are checked
 //! before anything is encoded, so a hostile key can never smuggle a second command in.
 
 mod key;
+pub mod meta;
 mod reply;
 mod request;
 

@@ -29,6 +29,9 @@ pub enum ParseError {
     /// A line that is not a reply we know.
     #[error("unexpected reply line {0:?}")]
     Unexpected(String),
+    /// A meta reply line that does not parse (unknown status, bad token).
+    #[error("malformed meta reply {0:?}")]
+    BadMetaReply(String),
     /// A `VALUE` header that does not parse.
     #[error("malformed VALUE header {0:?}")]
     BadValueHeader(String),
@@ -113,7 +116,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn error_reply(l: &[u8]) -> Option<Reply> {
+pub(super) fn error_reply(l: &[u8]) -> Option<Reply> {
     if l == b"ERROR" {
         return Some(Reply::Error);
     }

@@ -145,6 +145,7 @@ mod tests {
         let ctx = Ctx {
             server: "s:1",
             max_value: 1,
+            protocol: crate::Protocol::Text,
         };
         let mut rb = ReadBuf::default();
         let mut out = Vec::new();
