@@ -5,6 +5,7 @@
 use super::{Ctx, Exchange, Step, WRITE_BATCH, refusal, unexpected};
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::proto::meta::{MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{MAX_LINE, Parsed, Reply, Request, parse_reply};
 
 /// Most lines a `stats` reply may have, its `END` included. memcached's largest groups stay
@@ -190,14 +191,41 @@ impl Exchange for NoreplySets<'_> {
                     }));
                 }
                 let end = (self.written + WRITE_BATCH).min(self.requests.len());
+                let meta = ctx.protocol == crate::Protocol::Meta;
                 for r in &self.requests[self.written..end] {
-                    r.encode(out);
+                    match meta {
+                        true => super::meta::encode(r, None, true, out),
+                        false => r.encode(out),
+                    }
                 }
-                Request::Version.encode(out);
+                match meta {
+                    // quiet mode hides each success; `mn` marks the end of the batch
+                    true => MetaRequest::noop().encode_unchecked(out),
+                    false => Request::Version.encode(out),
+                }
                 self.budget = Some(LineBudget::noreply(end - self.written));
                 self.written = end;
                 return Ok(Step::Write);
             };
+            if ctx.protocol == crate::Protocol::Meta {
+                let Some((item, used)) = super::meta::next(rb, ctx)? else {
+                    return Ok(Step::Read);
+                };
+                budget.take(used, ctx.server)?;
+                rb.consume(used);
+                match item {
+                    MetaItem::Reply(r) if r.status == MetaStatus::Noop => self.budget = None,
+                    MetaItem::Reply(r) => self.errors.push(format!("{:?}", r.status)),
+                    MetaItem::Failed(reply) => {
+                        if let Error::Server { message, .. } =
+                            refusal(reply, ctx.server, "noreply set")?
+                        {
+                            self.errors.push(message);
+                        }
+                    }
+                }
+                continue;
+            }
             let Some(reply) = next_line(rb, budget, ctx.server)? else {
                 return Ok(Step::Read);
             };

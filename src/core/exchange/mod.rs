@@ -4,6 +4,7 @@
 //! bytes ([`Link::advance`](super::link::Link::advance)).
 
 mod lines;
+pub(crate) mod meta;
 mod retrieve;
 mod single;
 mod write_many;

@@ -1,10 +1,11 @@
 //! `get`/`gets`/`gat`/`gats` of one or many keys: requests of at most [`GET_BATCH`] keys each,
 //! all written at once, and each `VALUE` matched to a key asked.
 
-use super::{Ctx, Exchange, Step, refusal};
+use super::{Ctx, Exchange, Step, meta, refusal};
 use crate::core::outcome::Item;
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::proto::meta::{MetaFlag, MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{Parsed, Request, RetrievalItem, parse_retrieval};
 
 /// Keys per `get` command (memcached accepts long lines, proxies may not).
@@ -24,6 +25,8 @@ pub(crate) struct Retrieve<'a> {
     /// Within the batch: the first key a `VALUE` may still answer.
     next: usize,
     sent: bool,
+    /// Sent as meta commands, with opaque tokens from `base` on.
+    meta: Option<u32>,
 }
 
 impl<'a> Retrieve<'a> {
@@ -37,6 +40,7 @@ impl<'a> Retrieve<'a> {
             batch: 0,
             next: 0,
             sent: false,
+            meta: None,
         }
     }
 
@@ -95,6 +99,7 @@ impl Exchange for Retrieve<'_> {
         self.batch = 0;
         self.next = 0;
         self.sent = false;
+        self.meta = None;
     }
 
     fn step(
@@ -103,6 +108,17 @@ impl Exchange for Retrieve<'_> {
         out: &mut Vec<u8>,
         ctx: &Ctx,
     ) -> Result<Step<Self::Output>> {
+        if !self.sent && ctx.protocol == crate::Protocol::Meta {
+            self.sent = true;
+            if self.keys.is_empty() {
+                return Ok(Step::Done(()));
+            }
+            self.encode_meta(out);
+            return Ok(Step::Write);
+        }
+        if let Some(base) = self.meta {
+            return self.read_meta(rb, ctx, base);
+        }
         if !self.sent {
             for keys in self.keys.chunks(GET_BATCH) {
                 let request = match self.touch {
@@ -169,6 +185,108 @@ impl Exchange for Retrieve<'_> {
             rb.consume(used);
             if self.batch == self.batches() {
                 return Ok(Step::Done(()));
+            }
+        }
+    }
+}
+
+impl Retrieve<'_> {
+    /// One `mg` per key, each with its opaque token; more than one key: quiet (misses send
+    /// nothing) and ended by `mn`.
+    fn encode_meta(&mut self, out: &mut Vec<u8>) {
+        let base = meta::reserve(self.keys.len());
+        self.meta = Some(base);
+        let quiet = self.keys.len() > 1;
+        for (i, key) in self.keys.iter().enumerate() {
+            let mut flags = [MetaFlag::ReturnValue; 6];
+            let mut n = 2;
+            flags[1] = MetaFlag::ReturnFlags;
+            let mut push = |f| {
+                flags[n] = f;
+                n += 1;
+            };
+            if self.cas {
+                push(MetaFlag::ReturnCas);
+            }
+            if let Some(exptime) = self.touch {
+                push(MetaFlag::Ttl(exptime));
+            }
+            push(MetaFlag::Opaque(base.wrapping_add(i as u32)));
+            if quiet {
+                push(MetaFlag::Quiet);
+            }
+            // keys passed validate_key when they were routed
+            MetaRequest::get(key, &flags[..n]).encode_unchecked(out);
+        }
+        if quiet {
+            MetaRequest::noop().encode_unchecked(out);
+        }
+    }
+
+    /// Replies to [`Retrieve::encode_meta`]'s requests: values in key order, each matched by
+    /// its opaque token, to `EN` (one key) or `MN` (many).
+    fn read_meta(&mut self, rb: &mut ReadBuf, ctx: &Ctx, base: u32) -> Result<Step<()>> {
+        let quiet = self.keys.len() > 1;
+        loop {
+            let Some((item, used)) = meta::next(rb, ctx)? else {
+                return Ok(Step::Read);
+            };
+            let r = match item {
+                MetaItem::Failed(reply) => {
+                    let refused = refusal(reply, ctx.server, self.command())?;
+                    rb.consume(used);
+                    if quiet {
+                        // the replies to the later keys and the `mn` are still on the wire
+                        return Err(refused);
+                    }
+                    return Ok(Step::Refused(refused));
+                }
+                MetaItem::Reply(r) => r,
+            };
+            let bytes = rb.unread();
+            match r.status {
+                MetaStatus::Noop if quiet && r.tokens.opaque.is_none() => {
+                    rb.consume(used);
+                    self.batch = self.batches();
+                    return Ok(Step::Done(()));
+                }
+                MetaStatus::Miss if !quiet && meta::opaque_of(&r, bytes) == Some(base) => {
+                    rb.consume(used);
+                    self.batch = self.batches();
+                    return Ok(Step::Done(()));
+                }
+                MetaStatus::Value => {
+                    let at = meta::opaque_of(&r, bytes).map(|o| o.wrapping_sub(base) as usize);
+                    let Some(at) = at.filter(|&at| at >= self.next && at < self.keys.len()) else {
+                        let want =
+                            format!("one of the keys' tokens from {}", base as usize + self.next);
+                        return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
+                    };
+                    let (Some(flags), Some(data)) = (r.tokens.flags, r.data.clone()) else {
+                        return Err(Error::protocol(
+                            ctx.server,
+                            "mg value without its client flags",
+                        ));
+                    };
+                    if self.cas && r.tokens.cas.is_none() {
+                        return Err(Error::protocol(ctx.server, "mg value without its CAS"));
+                    }
+                    self.hits[at] = Some(Item {
+                        value: bytes[data].to_vec(),
+                        flags,
+                        cas: r.tokens.cas.filter(|_| self.cas),
+                    });
+                    self.next = at + 1;
+                    rb.consume(used);
+                    if !quiet {
+                        self.batch = self.batches();
+                        return Ok(Step::Done(()));
+                    }
+                }
+                _ => {
+                    let want = format!("a value, a miss or the end, to {}", self.command());
+                    return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
+                }
             }
         }
     }

@@ -1,10 +1,11 @@
 //! Commands of one request and one one-line reply: storage commands, delete, incr/decr,
 //! touch, version, flush_all, verbosity.
 
-use super::{Ctx, Exchange, Resend, Step, refusal};
+use super::{Ctx, Exchange, Resend, Step, meta, refusal};
 use crate::core::outcome::{DeleteOutcome, StoreOutcome, TouchOutcome};
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::proto::meta::MetaItem;
 use crate::proto::{Parsed, Reply, Request, StoreCommand, parse_reply};
 
 /// One request whose reply is one line, read by `accept` (`None`: the line does not answer
@@ -16,6 +17,8 @@ pub(crate) struct Single<'a, T> {
     resend: Resend,
     accept: fn(&Reply) -> Option<T>,
     sent: bool,
+    /// The opaque token of the meta form sent, if it was.
+    opaque: Option<u32>,
 }
 
 impl<'a, T> Single<'a, T> {
@@ -31,6 +34,7 @@ impl<'a, T> Single<'a, T> {
             resend,
             accept,
             sent: false,
+            opaque: None,
         }
     }
 }
@@ -182,9 +186,19 @@ impl<T> Exchange for Single<'_, T> {
 
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<T>> {
         if !self.sent {
-            self.request.encode(out);
             self.sent = true;
+            self.opaque = None;
+            if ctx.protocol == crate::Protocol::Meta && meta::has_meta_form(&self.request) {
+                let opaque = meta::reserve(1);
+                meta::encode(&self.request, Some(opaque), false, out);
+                self.opaque = Some(opaque);
+            } else {
+                self.request.encode(out);
+            }
             return Ok(Step::Write);
+        }
+        if let Some(opaque) = self.opaque {
+            return self.read_meta(rb, ctx, opaque);
         }
         let (reply, used) = match parse_reply(rb.unread()).map_err(Error::from)? {
             Parsed::Incomplete => return Ok(Step::Read),
@@ -194,6 +208,39 @@ impl<T> Exchange for Single<'_, T> {
         match (self.accept)(&reply) {
             Some(v) => Ok(Step::Done(v)),
             None => refusal(reply, ctx.server, self.command).map(Step::Refused),
+        }
+    }
+}
+
+impl<T> Single<'_, T> {
+    /// Read the meta reply to the request sent with `opaque`, as the text reply it stands for.
+    fn read_meta(&mut self, rb: &mut ReadBuf, ctx: &Ctx, opaque: u32) -> Result<Step<T>> {
+        let Some((item, used)) = meta::next(rb, ctx)? else {
+            return Ok(Step::Read);
+        };
+        let r = match item {
+            MetaItem::Failed(reply) => {
+                rb.consume(used);
+                return refusal(reply, ctx.server, self.command).map(Step::Refused);
+            }
+            MetaItem::Reply(r) => r,
+        };
+        if meta::opaque_of(&r, rb.unread()) != Some(opaque) {
+            return Err(meta::wrong_opaque(
+                &r,
+                rb.unread(),
+                &opaque.to_string(),
+                ctx,
+            ));
+        }
+        let reading = meta::reading(&self.request, &r, rb.unread());
+        rb.consume(used);
+        match reading.as_ref().and_then(self.accept) {
+            Some(v) => Ok(Step::Done(v)),
+            None => Err(Error::protocol(
+                ctx.server,
+                format!("unexpected meta reply {:?} to {}", r.status, self.command),
+            )),
         }
     }
 }

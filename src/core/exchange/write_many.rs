@@ -1,9 +1,10 @@
 //! Pipelined writes or deletes to one server: [`WRITE_BATCH`] requests written, their replies
 //! read, then the next batch, so neither side ever waits on a full socket buffer.
 
-use super::{Ctx, Exchange, Step, refusal};
+use super::{Ctx, Exchange, Step, meta, refusal};
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::proto::meta::{MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{Parsed, Reply, Request, parse_reply};
 
 /// Storage or delete commands written before their replies are read.
@@ -11,12 +12,17 @@ pub(crate) const WRITE_BATCH: usize = 100;
 
 /// A request of a pipeline.
 pub(crate) trait Encode {
-    fn encode(&self, out: &mut Vec<u8>);
+    /// The text request (also read for its meta form).
+    fn request(&self) -> Request<'_>;
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.request().encode(out);
+    }
 }
 
 impl Encode for Request<'_> {
-    fn encode(&self, out: &mut Vec<u8>) {
-        Request::encode(self, out);
+    fn request(&self) -> Request<'_> {
+        self.clone()
     }
 }
 
@@ -24,12 +30,11 @@ impl Encode for Request<'_> {
 pub(crate) struct DeleteOwned(pub(crate) Vec<u8>);
 
 impl Encode for DeleteOwned {
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn request(&self) -> Request<'_> {
         Request::Delete {
             key: &self.0,
             noreply: false,
         }
-        .encode(out);
     }
 }
 
@@ -42,6 +47,20 @@ pub(crate) struct WriteMany<R, T> {
     results: Vec<Option<Result<T>>>,
     written: usize,
     read: usize,
+    /// Meta: the batch's first opaque token and the error lines read since the last reply.
+    meta: Option<QuietBatch>,
+}
+
+/// A batch of quiet meta requests being read: only failures answer (`q` hides `HD`), each with
+/// its opaque token, then `mn`'s `MN`.
+#[derive(Debug)]
+struct QuietBatch {
+    base: u32,
+    /// The index of the first request of the batch.
+    first: usize,
+    /// Error lines since the last reply with a token. They carry no token: they belong to the
+    /// requests between that reply and the next one.
+    errors: Vec<Error>,
 }
 
 impl<R: Encode, T> WriteMany<R, T> {
@@ -58,6 +77,7 @@ impl<R: Encode, T> WriteMany<R, T> {
             results,
             written: 0,
             read: 0,
+            meta: None,
         }
     }
 
@@ -85,9 +105,13 @@ impl<R: Encode, T> Exchange for WriteMany<R, T> {
         self.results.iter_mut().for_each(|r| *r = None);
         self.written = 0;
         self.read = 0;
+        self.meta = None;
     }
 
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
+        if ctx.protocol == crate::Protocol::Meta {
+            return self.step_meta(rb, out, ctx);
+        }
         loop {
             if self.read == self.written {
                 if self.written == self.requests.len() {
@@ -122,6 +146,127 @@ impl<R: Encode, T> Exchange for WriteMany<R, T> {
                 return Err(e);
             }
         }
+    }
+}
+
+impl<R: Encode, T> WriteMany<R, T> {
+    /// [`WRITE_BATCH`] quiet meta requests and `mn`, then their failures and `MN`.
+    fn step_meta(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
+        loop {
+            let Some(batch) = self.meta.as_mut() else {
+                if self.written == self.requests.len() {
+                    return Ok(Step::Done(()));
+                }
+                let end = (self.written + WRITE_BATCH).min(self.requests.len());
+                let base = meta::reserve(end - self.written);
+                for (i, r) in self.requests[self.written..end].iter().enumerate() {
+                    meta::encode(&r.request(), Some(base.wrapping_add(i as u32)), true, out);
+                }
+                MetaRequest::noop().encode_unchecked(out);
+                self.meta = Some(QuietBatch {
+                    base,
+                    first: self.written,
+                    errors: Vec::new(),
+                });
+                self.written = end;
+                return Ok(Step::Write);
+            };
+            let Some((item, used)) = meta::next(rb, ctx)? else {
+                return Ok(Step::Read);
+            };
+            let r = match item {
+                MetaItem::Failed(reply) => {
+                    let e = refusal(reply, ctx.server, self.command)?;
+                    rb.consume(used);
+                    if batch.errors.len() >= self.written - self.read {
+                        return Err(Error::protocol(
+                            ctx.server,
+                            "more error lines than requests in a quiet batch",
+                        ));
+                    }
+                    batch.errors.push(e);
+                    continue;
+                }
+                MetaItem::Reply(r) => r,
+            };
+            let bytes = rb.unread();
+            let (upto, reply) = if r.status == MetaStatus::Noop && r.tokens.opaque.is_none() {
+                (self.written, None)
+            } else {
+                let at = meta::opaque_of(&r, bytes)
+                    .map(|o| batch.first + o.wrapping_sub(batch.base) as usize)
+                    .filter(|&at| at >= self.read && at < self.written);
+                let Some(at) = at else {
+                    let want = format!("a token of this batch from {}", batch.base);
+                    return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
+                };
+                let reading = meta::reading(&self.requests[at].request(), &r, bytes);
+                let result = match reading.as_ref().and_then(self.accept) {
+                    Some(v) => Ok(v),
+                    None => {
+                        let detail =
+                            format!("unexpected meta reply {:?} to {}", r.status, self.command);
+                        return Err(Error::protocol(ctx.server, detail));
+                    }
+                };
+                (at, Some(result))
+            };
+            rb.consume(used);
+            // the requests before `upto` that no reply named succeeded, unless error lines came
+            let silent = upto - self.read;
+            let errors = std::mem::take(&mut batch.errors);
+            let exact = errors.len() == silent;
+            let mut errors = errors.into_iter();
+            let first = errors.as_slice().first().cloned();
+            for i in self.read..upto {
+                self.results[i] = Some(match (exact, &first) {
+                    (true, _) => Err(errors
+                        .next()
+                        .unwrap_or_else(|| Error::protocol(ctx.server, "error line lost"))),
+                    (false, Some(e)) => Err(ambiguous(e, silent)),
+                    (false, None) => {
+                        let success = meta::quiet_success(&self.requests[i].request());
+                        match success.as_ref().and_then(self.accept) {
+                            Some(v) => Ok(v),
+                            None => Err(Error::protocol(
+                                ctx.server,
+                                "no reply to a quiet request that cannot be quiet",
+                            )),
+                        }
+                    }
+                });
+            }
+            self.read = upto;
+            let ended = reply.is_none();
+            if let Some(result) = reply {
+                self.results[upto] = Some(result);
+                self.read = upto + 1;
+            }
+            if ended {
+                self.meta = None;
+            }
+            if ended && !rb.is_empty() {
+                let e =
+                    crate::core::link::unasked(ctx.server, rb.unread(), "with or after the reply");
+                self.results
+                    .iter_mut()
+                    .for_each(|r| *r = Some(Err(e.clone())));
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// `e`, an error line that answered one of `n` quiet requests, which one not knowable.
+fn ambiguous(e: &Error, n: usize) -> Error {
+    match e {
+        Error::Server { server, message } => Error::Server {
+            server: server.clone(),
+            message: format!(
+                "{message} (the answer to one of {n} quiet meta requests; which one is not knowable, so each of them reports it)"
+            ),
+        },
+        e => e.clone(),
     }
 }
 

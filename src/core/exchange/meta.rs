@@ -1,0 +1,220 @@
+//! The meta form of every key command, and the text reading of every meta reply: with
+//! [`Protocol::Meta`](crate::Protocol::Meta) an exchange sends `mg`/`ms`/`md`/`ma` for the text
+//! request it was built with and reads the reply as the text reply it stands for, so the
+//! outcomes cannot differ between the protocols. `version`, `stats`, `flush_all` and
+//! `verbosity` have no meta form and stay text.
+//!
+//! Every meta request carries an opaque token (`O`) unique in the process, and a reply whose
+//! token is not the one awaited is a protocol error that drops the connection: a late reply to
+//! an earlier request is never taken for this one.
+
+use super::Ctx;
+use crate::core::readbuf::ReadBuf;
+use crate::error::{Error, Result};
+use crate::proto::meta::{
+    ArithMode, MetaFlag, MetaItem, MetaReply, MetaRequest, MetaStatus, SetMode, parse_meta,
+};
+use crate::proto::{Parsed, Reply, Request, StoreCommand};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static NEXT_OPAQUE: AtomicU32 = AtomicU32::new(1);
+
+/// `n` consecutive opaque tokens, the first returned (wrapping after 2^32).
+pub(crate) fn reserve(n: usize) -> u32 {
+    NEXT_OPAQUE.fetch_add(n as u32, Ordering::Relaxed)
+}
+
+/// Whether `req` has a meta form.
+pub(crate) fn has_meta_form(req: &Request) -> bool {
+    matches!(
+        req,
+        Request::Store { .. }
+            | Request::Delete { .. }
+            | Request::Arith { .. }
+            | Request::Touch { .. }
+    )
+}
+
+/// Append the meta form of `req` (which [`has_meta_form`]) with `opaque` (if any), in quiet
+/// mode when `quiet`.
+pub(crate) fn encode(req: &Request, opaque: Option<u32>, quiet: bool, out: &mut Vec<u8>) {
+    let mut flags = [MetaFlag::Quiet; 6];
+    let mut n = 0;
+    let mut push = |f| {
+        flags[n] = f;
+        n += 1;
+    };
+    let request = match *req {
+        Request::Store {
+            cmd,
+            key,
+            flags: client_flags,
+            exptime,
+            value,
+            ..
+        } => {
+            if client_flags != 0 {
+                push(MetaFlag::ClientFlags(client_flags));
+            }
+            if exptime != 0 {
+                push(MetaFlag::Ttl(exptime));
+            }
+            match cmd {
+                StoreCommand::Set => {}
+                StoreCommand::Add => push(MetaFlag::SetMode(SetMode::Add)),
+                StoreCommand::Replace => push(MetaFlag::SetMode(SetMode::Replace)),
+                StoreCommand::Append => push(MetaFlag::SetMode(SetMode::Append)),
+                StoreCommand::Prepend => push(MetaFlag::SetMode(SetMode::Prepend)),
+                StoreCommand::Cas(unique) => push(MetaFlag::CompareCas(unique)),
+            }
+            MetaRequest::set(key, value, &[])
+        }
+        Request::Delete { key, .. } => MetaRequest::delete(key, &[]),
+        Request::Arith {
+            incr, key, delta, ..
+        } => {
+            push(MetaFlag::Delta(delta));
+            if !incr {
+                push(MetaFlag::ArithMode(ArithMode::Decr));
+            }
+            push(MetaFlag::ReturnValue);
+            MetaRequest::arith(key, &[])
+        }
+        Request::Touch { key, exptime, .. } => {
+            push(MetaFlag::Ttl(exptime));
+            MetaRequest::get(key, &[])
+        }
+        _ => return req.encode(out),
+    };
+    if let Some(o) = opaque {
+        push(MetaFlag::Opaque(o));
+    }
+    if quiet {
+        push(MetaFlag::Quiet);
+    }
+    // The key passed validate_key when it was routed, and the flags above are each accepted
+    // by their command, once.
+    MetaRequest {
+        flags: &flags[..n],
+        ..request
+    }
+    .encode_unchecked(out);
+}
+
+/// The next meta reply or error line in `rb` (not consumed) and its length; `None`: more bytes
+/// are needed.
+pub(crate) fn next(rb: &ReadBuf, ctx: &Ctx) -> Result<Option<(MetaItem, usize)>> {
+    match parse_meta(rb.unread(), ctx.max_value) {
+        Ok(Parsed::Incomplete) => Ok(None),
+        Ok(Parsed::Done(item, used)) => Ok(Some((item, used))),
+        Err(e) => Err(Error::protocol(ctx.server, e.to_string())),
+    }
+}
+
+/// The opaque token of `r` as the number we sent, if it is one.
+pub(crate) fn opaque_of(r: &MetaReply, buf: &[u8]) -> Option<u32> {
+    let o = r.opaque(buf)?;
+    if o.is_empty() || o.len() > 10 || !o.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(o).ok()?.parse().ok()
+}
+
+/// The error for a reply whose opaque token is not `want`.
+pub(crate) fn wrong_opaque(r: &MetaReply, buf: &[u8], want: &str, ctx: &Ctx) -> Error {
+    let got = r.opaque(buf).map(String::from_utf8_lossy);
+    Error::protocol(
+        ctx.server,
+        format!(
+            "meta reply {:?} with opaque {got:?} where {want} was awaited: a reply to another request, so the connection was dropped",
+            r.status
+        ),
+    )
+}
+
+/// The text reply `r` stands for as the answer to `req`; `None`: it cannot answer `req`.
+/// `buf` holds the reply's data.
+pub(crate) fn reading(req: &Request, r: &MetaReply, buf: &[u8]) -> Option<Reply> {
+    use MetaStatus::*;
+    Some(match (req, r.status) {
+        (Request::Store { .. }, Header) => Reply::Stored,
+        (Request::Store { .. }, NotStored) => Reply::NotStored,
+        (Request::Store { .. }, Exists) => Reply::Exists,
+        (Request::Store { .. }, NotFound) => Reply::NotFound,
+        (Request::Delete { .. }, Header) => Reply::Deleted,
+        (Request::Delete { .. }, NotFound) => Reply::NotFound,
+        (Request::Arith { .. }, Value) => {
+            let digits = &buf[r.data.clone()?];
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            Reply::Number(std::str::from_utf8(digits).ok()?.parse().ok()?)
+        }
+        (Request::Arith { .. }, NotFound) => Reply::NotFound,
+        (Request::Touch { .. }, Header) => Reply::Touched,
+        (Request::Touch { .. }, Miss) => Reply::NotFound,
+        _ => return None,
+    })
+}
+
+/// What a quiet request that got no reply did (quiet mode hides only the success).
+pub(crate) fn quiet_success(req: &Request) -> Option<Reply> {
+    match req {
+        Request::Store { .. } => Some(Reply::Stored),
+        Request::Delete { .. } => Some(Reply::Deleted),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(req: Request) -> String {
+        let mut out = Vec::new();
+        encode(&req, Some(7), false, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn each_text_request_has_the_meta_form_of_the_same_command() {
+        let store = |cmd, flags, exptime| Request::Store {
+            cmd,
+            key: b"k",
+            flags,
+            exptime,
+            value: b"hi",
+            noreply: false,
+        };
+        assert_eq!(meta(store(StoreCommand::Set, 0, 0)), "ms k 2 O7\r\nhi\r\n");
+        assert_eq!(
+            meta(store(StoreCommand::Add, 5, 60)),
+            "ms k 2 F5 T60 ME O7\r\nhi\r\n"
+        );
+        assert_eq!(
+            meta(store(StoreCommand::Cas(99), 0, 0)),
+            "ms k 2 C99 O7\r\nhi\r\n"
+        );
+        let arith = Request::Arith {
+            incr: false,
+            key: b"n",
+            delta: 3,
+            noreply: false,
+        };
+        assert_eq!(meta(arith), "ma n D3 MD v O7\r\n");
+        let touch = Request::Touch {
+            key: b"k",
+            exptime: 9,
+            noreply: false,
+        };
+        assert_eq!(meta(touch), "mg k T9 O7\r\n");
+        assert_eq!(meta(Request::Version), "version\r\n");
+        let mut q = Vec::new();
+        let del = Request::Delete {
+            key: b"k",
+            noreply: false,
+        };
+        encode(&del, None, true, &mut q);
+        assert_eq!(q, b"md k q\r\n");
+    }
+}
