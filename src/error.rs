@@ -227,6 +227,32 @@ pub enum Error {
         /// Time left until it is probed again.
         retry_in: Duration,
     },
+    /// `get_or_compute`: the recompute function failed (its error is the source). Nothing was
+    /// stored; the lease was given back so that another caller can recompute at once.
+    #[error("recomputing the value of key {key:?} failed: {source}")]
+    Recompute {
+        /// The key, lossily decoded for display.
+        key: String,
+        /// The recompute function's error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// `get_or_compute`: another caller holds the lease to recompute `key` and stored no value
+    /// within the wait. Serve a default, try again later, or give a longer wait in
+    /// [`Stampede::wait`](crate::Stampede::wait); a lease whose holder died ends after
+    /// [`Stampede::lease`](crate::Stampede::lease).
+    #[error(
+        "key {key:?} on {server}: another caller is recomputing it and stored no value within {} ms; try again later or wait longer",
+        waited.as_millis()
+    )]
+    LeaseBusy {
+        /// The server holding the key.
+        server: String,
+        /// The key, lossily decoded for display.
+        key: String,
+        /// How long this caller waited.
+        waited: Duration,
+    },
     /// The client could not be built from its configuration.
     #[error("configuration: {0}")]
     Config(String),
@@ -306,7 +332,8 @@ impl Error {
             | Error::Pool { server, .. }
             | Error::ServerDown { server, .. }
             | Error::Tls { server, .. }
-            | Error::Auth { server, .. } => Some(server),
+            | Error::Auth { server, .. }
+            | Error::LeaseBusy { server, .. } => Some(server),
             _ => None,
         }
     }

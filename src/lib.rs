@@ -113,6 +113,7 @@ pub use crate::core::expiry::Expiry;
 pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use crate::core::protocol::{Protocol, UnknownProtocol};
 pub use crate::core::settings::Builder;
+pub use crate::core::stampede::Stampede;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use crate::core::tls::TlsConfig;

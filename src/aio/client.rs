@@ -117,6 +117,15 @@ impl Drop for Lease<'_> {
 impl Client {
     crate::core::api::membership_methods!();
     crate::core::api::command_methods!(async await);
+    crate::core::api::stampede_methods!(
+        [F: FnOnce() -> Fut, Fut: std::future::Future<Output = std::result::Result<V, E>>, V, E],
+        async await
+    );
+
+    /// The wait between two reads of a key another caller is recomputing.
+    async fn pause(&self, pause: std::time::Duration) {
+        tokio::time::sleep(pause).await;
+    }
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes
     /// [`AsyncConn::idle_check`] (one that fails it is dropped and the next taken, without

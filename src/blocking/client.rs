@@ -59,6 +59,12 @@ impl Builder<Client> {
 impl Client {
     crate::core::api::membership_methods!();
     crate::core::api::command_methods!();
+    crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E]);
+
+    /// The wait between two reads of a key another caller is recomputing.
+    fn pause(&self, pause: std::time::Duration) {
+        std::thread::sleep(pause);
+    }
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
     /// check, else a new one; `new`: always a new one (the retry after a stale connection).

@@ -494,6 +494,109 @@ macro_rules! command_methods {
 
 pub(crate) use command_methods;
 
+/// Expands, inside `impl Client`, stampede protection: `get_or_compute` and `invalidate`.
+/// `[$($gen)*]`: the generics of `get_or_compute`'s recompute function `F` returning
+/// `Result<V, E>` (directly, or through a future for the async client). The client provides
+/// `on` and `pause(duration)`.
+macro_rules! stampede_methods {
+    ([$($gen:tt)*] $(, $async:tt $await:tt)?) => {
+        /// The value of `key`, recomputed by `recompute` and stored for `expiry` when it is
+        /// missing — by exactly one caller across every process and host (memcached's lease,
+        /// `mg … N`). The callers that did not win wait for the winner's value up to
+        /// [`Stampede::wait`]($crate::Stampede::wait), then fail with
+        /// [`Error::LeaseBusy`]($crate::Error::LeaseBusy); a winner that dies holds the key at
+        /// most [`Stampede::lease`]($crate::Stampede::lease). After
+        /// [`invalidate`](Self::invalidate) one caller recomputes while the others are served
+        /// the stale value; with [`Stampede::early_recache`]($crate::Stampede::early_recache)
+        /// one caller recomputes a value about to expire while the others are served it.
+        ///
+        /// Needs memcached 1.6 or later (meta commands, whatever the client's
+        /// [`Protocol`]($crate::Protocol)). The value is stored with flags 0 and only if the
+        /// lease still stands: a value written meanwhile by a plain `set` wins. A failing
+        /// `recompute` stores nothing, gives the lease back and returns
+        /// [`Error::Recompute`]($crate::Error::Recompute) with its error.
+        pub $($async)? fn get_or_compute<$($gen)*>(
+            &self,
+            key: impl AsRef<[u8]>,
+            expiry: impl Into<$crate::Expiry>,
+            recompute: F,
+        ) -> $crate::Result<$crate::Item>
+        where
+            V: AsRef<[u8]>,
+            E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        {
+            use $crate::core::exchange::{Lookup, MetaOne};
+            let key = key.as_ref();
+            let exptime = expiry.into().exptime_now();
+            let st = &self.core.settings.stampede;
+            let r = self.core.route(key, true)?;
+            let mut recompute = Some(recompute);
+            let mut waiting = None;
+            loop {
+                let mut ex = MetaOne::lookup(&r.wire, st.lease_secs(), st.early_recache_secs());
+                let (cas, current) = match self.on(&r.member, &mut ex)$(.$await)?? {
+                    Lookup::Fresh(item) | Lookup::Pending { stale: Some(item) } => return Ok(item),
+                    Lookup::Won { cas, current } => (cas, current),
+                    Lookup::Pending { stale: None } => {
+                        match waiting.get_or_insert_with(|| st.waiting()).next_pause() {
+                            Ok(pause) => self.pause(pause)$(.$await)?,
+                            Err(waited) => {
+                                return Err($crate::Error::LeaseBusy {
+                                    server: r.member.server.addr.clone(),
+                                    key: String::from_utf8_lossy(key).into_owned(),
+                                    waited,
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                };
+                // a caller wins once: it returns below
+                let Some(recompute) = recompute.take() else {
+                    return Err($crate::Error::protocol(&r.member.server.addr, "a second lease won by one caller"));
+                };
+                let value = match recompute()$(.$await)? {
+                    Ok(value) => value,
+                    Err(e) => {
+                        if current.is_none() {
+                            // best effort: a placeholder left behind only delays the next
+                            // caller until the lease ends
+                            let _ = self.on(&r.member, &mut MetaOne::release(&r.wire, cas))$(.$await)?;
+                        }
+                        return Err($crate::Error::Recompute {
+                            key: String::from_utf8_lossy(key).into_owned(),
+                            source: std::sync::Arc::from(e.into()),
+                        });
+                    }
+                };
+                let value = value.as_ref();
+                self.core.keys.check_value(value)?;
+                let mut ex = MetaOne::store_leased(&r.wire, value, (0, exptime), cas);
+                self.on(&r.member, &mut ex)$(.$await)??;
+                self.core.forget([key]);
+                return Ok($crate::Item::new(value.to_vec(), 0, None));
+            }
+        }
+
+        /// Mark `key`'s value stale instead of deleting it (memcached `md … I`): the next
+        /// [`get_or_compute`](Self::get_or_compute) recomputes it while the others are served
+        /// the stale value, which memcached keeps for [`Stampede::lease`]($crate::Stampede::lease).
+        /// Plain `get`s keep returning the stale value until it is replaced. `NotFound`: there
+        /// was no value. Needs memcached 1.6 or later.
+        pub $($async)? fn invalidate(&self, key: impl AsRef<[u8]>) -> $crate::Result<$crate::DeleteOutcome> {
+            let key = key.as_ref();
+            let r = self.core.route(key, true)?;
+            let lease = self.core.settings.stampede.lease_secs();
+            let mut ex = $crate::core::exchange::MetaOne::invalidate(&r.wire, lease);
+            let res = self.on(&r.member, &mut ex)$(.$await)?;
+            self.core.forget([key]);
+            res
+        }
+    };
+}
+
+pub(crate) use stampede_methods;
+
 /// Expands, in a client's module, its `Replicated` handle: the struct over `$client` and
 /// `$pool`, its `Debug`, `Client::replicated`, and its methods over the client's `store_on`,
 /// `retrieve_on` and `delete_on` (`async await` for the async client). Copies are written one

@@ -18,6 +18,7 @@
 //! | `probe` | the exchange that brings a down server back |
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
 //! | `protocol` | text or meta, the setting |
+//! | `stampede` | leases: their settings and the waiting of those who did not win |
 //! | `outcome` | what commands return |
 //! | `api` | the public methods both clients share word for word, defined once |
 //! | `value` | what each peer stores, decoded from flags + payload (feature `codecs`) |
@@ -39,6 +40,7 @@ pub(crate) mod readbuf;
 pub(crate) mod replica;
 pub(crate) mod route;
 pub(crate) mod settings;
+pub(crate) mod stampede;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 #[cfg(feature = "codecs")]

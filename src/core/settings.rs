@@ -37,6 +37,7 @@ pub(crate) struct Settings {
     pub(crate) hash_with_prefix: bool,
     pub(crate) policy: FailurePolicy,
     pub(crate) rejoin_limit: usize,
+    pub(crate) stampede: crate::Stampede,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCacheConfig>,
     #[cfg(feature = "codecs")]
@@ -65,6 +66,7 @@ impl Default for Settings {
             hash_with_prefix: false,
             policy: FailurePolicy::default(),
             rejoin_limit: DEFAULT_REJOIN_LIMIT,
+            stampede: crate::Stampede::default(),
             #[cfg(feature = "near-cache")]
             near: None,
             #[cfg(feature = "codecs")]
@@ -107,6 +109,7 @@ impl Settings {
                 value: retry,
             });
         }
+        self.stampede.validate()?;
         if !self.prefix.is_empty() {
             proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
         }
@@ -352,6 +355,14 @@ impl<C> Builder<C> {
     /// ```
     pub fn protocol(mut self, protocol: crate::Protocol) -> Self {
         self.settings.conn.protocol = protocol;
+        self
+    }
+
+    /// Stampede protection for `get_or_compute` and `invalidate`: the lease, the wait of the
+    /// callers that did not win, early recache ([`Stampede`](crate::Stampede); default: a 30 s
+    /// lease, a 3 s wait, no early recache).
+    pub fn stampede(mut self, stampede: crate::Stampede) -> Self {
+        self.settings.stampede = stampede;
         self
     }
 

@@ -111,6 +111,51 @@ pub(crate) fn next(rb: &ReadBuf, ctx: &Ctx) -> Result<Option<(MetaItem, usize)>>
     }
 }
 
+/// What came for the one request sent with an opaque token.
+pub(crate) enum One {
+    /// More bytes are needed.
+    More,
+    /// An error line (consumed): the server refused the request, the stream is in step.
+    Refused(Error),
+    /// The reply carrying the token, and its length (not consumed: its ranges index
+    /// `rb.unread()`).
+    Reply(MetaReply, usize),
+}
+
+/// The reply to the one request sent with `opaque` by `command`; a reply with another token is
+/// an error (the connection is dropped).
+pub(crate) fn read_one(rb: &mut ReadBuf, ctx: &Ctx, opaque: u32, command: &str) -> Result<One> {
+    let Some((item, used)) = next(rb, ctx)? else {
+        return Ok(One::More);
+    };
+    match item {
+        MetaItem::Failed(reply) => {
+            rb.consume(used);
+            super::refusal(reply, ctx.server, command).map(One::Refused)
+        }
+        MetaItem::Reply(r) if opaque_of(&r, rb.unread()) == Some(opaque) => Ok(One::Reply(r, used)),
+        MetaItem::Reply(r) => Err(wrong_opaque(&r, rb.unread(), &opaque.to_string(), ctx)),
+    }
+}
+
+/// The item of a `VA` reply carrying client flags (and the CAS if `cas`).
+pub(crate) fn item(r: &MetaReply, buf: &[u8], cas: bool, ctx: &Ctx) -> Result<crate::Item> {
+    let (Some(flags), Some(data)) = (r.tokens.flags, r.data.clone()) else {
+        return Err(Error::protocol(
+            ctx.server,
+            "mg value without its client flags",
+        ));
+    };
+    if cas && r.tokens.cas.is_none() {
+        return Err(Error::protocol(ctx.server, "mg value without its CAS"));
+    }
+    Ok(crate::Item {
+        value: buf[data].to_vec(),
+        flags,
+        cas: r.tokens.cas.filter(|_| cas),
+    })
+}
+
 /// The opaque token of `r` as the number we sent, if it is one.
 pub(crate) fn opaque_of(r: &MetaReply, buf: &[u8]) -> Option<u32> {
     let o = r.opaque(buf)?;

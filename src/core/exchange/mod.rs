@@ -3,12 +3,14 @@
 //! [`ReadBuf`](super::readbuf::ReadBuf); a connection (blocking or async) only moves the
 //! bytes ([`Link::advance`](super::link::Link::advance)).
 
+mod lease;
 mod lines;
 pub(crate) mod meta;
 mod retrieve;
 mod single;
 mod write_many;
 
+pub(crate) use lease::{Lookup, MetaOne};
 pub(crate) use lines::{NoreplySets, StatsExchange};
 pub use lines::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub(crate) use retrieve::Retrieve;

@@ -262,20 +262,7 @@ impl Retrieve<'_> {
                             format!("one of the keys' tokens from {}", base as usize + self.next);
                         return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
                     };
-                    let (Some(flags), Some(data)) = (r.tokens.flags, r.data.clone()) else {
-                        return Err(Error::protocol(
-                            ctx.server,
-                            "mg value without its client flags",
-                        ));
-                    };
-                    if self.cas && r.tokens.cas.is_none() {
-                        return Err(Error::protocol(ctx.server, "mg value without its CAS"));
-                    }
-                    self.hits[at] = Some(Item {
-                        value: bytes[data].to_vec(),
-                        flags,
-                        cas: r.tokens.cas.filter(|_| self.cas),
-                    });
+                    self.hits[at] = Some(meta::item(&r, bytes, self.cas, ctx)?);
                     self.next = at + 1;
                     rb.consume(used);
                     if !quiet {

@@ -5,7 +5,6 @@ use super::{Ctx, Exchange, Resend, Step, meta, refusal};
 use crate::core::outcome::{DeleteOutcome, StoreOutcome, TouchOutcome};
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
-use crate::proto::meta::MetaItem;
 use crate::proto::{Parsed, Reply, Request, StoreCommand, parse_reply};
 
 /// One request whose reply is one line, read by `accept` (`None`: the line does not answer
@@ -215,24 +214,11 @@ impl<T> Exchange for Single<'_, T> {
 impl<T> Single<'_, T> {
     /// Read the meta reply to the request sent with `opaque`, as the text reply it stands for.
     fn read_meta(&mut self, rb: &mut ReadBuf, ctx: &Ctx, opaque: u32) -> Result<Step<T>> {
-        let Some((item, used)) = meta::next(rb, ctx)? else {
-            return Ok(Step::Read);
+        let (r, used) = match meta::read_one(rb, ctx, opaque, self.command)? {
+            meta::One::More => return Ok(Step::Read),
+            meta::One::Refused(e) => return Ok(Step::Refused(e)),
+            meta::One::Reply(r, used) => (r, used),
         };
-        let r = match item {
-            MetaItem::Failed(reply) => {
-                rb.consume(used);
-                return refusal(reply, ctx.server, self.command).map(Step::Refused);
-            }
-            MetaItem::Reply(r) => r,
-        };
-        if meta::opaque_of(&r, rb.unread()) != Some(opaque) {
-            return Err(meta::wrong_opaque(
-                &r,
-                rb.unread(),
-                &opaque.to_string(),
-                ctx,
-            ));
-        }
         let reading = meta::reading(&self.request, &r, rb.unread());
         rb.consume(used);
         match reading.as_ref().and_then(self.accept) {

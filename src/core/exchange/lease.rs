@@ -1,0 +1,236 @@
+//! Stampede protection's meta exchanges, meta whatever the client's protocol (the text protocol
+//! has no leases): the lookup that may win a lease (`mg … N R`), the winner's store (`ms … C`),
+//! the invalidation that keeps a stale value (`md … I T`) and the release of a lease whose
+//! recompute failed (`md … C`).
+
+use super::{Ctx, Exchange, Resend, Step, meta};
+use crate::core::outcome::{DeleteOutcome, Item, StoreOutcome};
+use crate::core::readbuf::ReadBuf;
+use crate::error::{Error, Result};
+use crate::proto::meta::{MetaCommand, MetaFlag, MetaReply, MetaRequest, MetaStatus};
+
+/// What a lookup found (meta-vectors/README.md, "Stampede protection flows").
+#[derive(Debug)]
+pub(crate) enum Lookup {
+    /// A value to serve; nobody needs to recompute (or someone already is, early).
+    Fresh(Item),
+    /// This caller holds the lease and must recompute, storing with `cas`: the key was missing
+    /// (`current` is `None`: memcached made an empty placeholder), stale (`X W`) or about to
+    /// expire (`R` won); `current` is the value to fall back on.
+    Won { cas: u64, current: Option<Item> },
+    /// Another caller holds the lease: serve `stale` if there is one, else wait and read again.
+    Pending { stale: Option<Item> },
+}
+
+fn lookup(r: &MetaReply, buf: &[u8], ctx: &Ctx) -> Result<Lookup> {
+    if r.status != MetaStatus::Value {
+        return Err(Error::protocol(
+            ctx.server,
+            format!(
+                "mg with vivify answered {:?}; memcached answers a value (a placeholder on a miss)",
+                r.status
+            ),
+        ));
+    }
+    let item = meta::item(r, buf, false, ctx)?;
+    let t = &r.tokens;
+    // A placeholder is the empty item vivify made; a stale or early-won item holds data.
+    let held = t.stale || !item.value.is_empty();
+    Ok(match (t.win, t.won_elsewhere) {
+        (true, _) => {
+            let Some(cas) = t.cas else {
+                return Err(Error::protocol(ctx.server, "mg win without its CAS"));
+            };
+            Lookup::Won {
+                cas,
+                current: held.then_some(item),
+            }
+        }
+        (false, true) if t.stale => Lookup::Pending { stale: Some(item) },
+        (false, true) if held => Lookup::Fresh(item),
+        (false, true) => Lookup::Pending { stale: None },
+        (false, false) => Lookup::Fresh(item),
+    })
+}
+
+/// One meta request and its one reply, read by `read`.
+pub(crate) struct MetaOne<'a, T> {
+    command: &'static str,
+    request: MetaRequest<'static>,
+    key: &'a [u8],
+    value: &'a [u8],
+    flags: [MetaFlag; 8],
+    n: usize,
+    resend: Resend,
+    read: fn(&MetaReply, &[u8], &Ctx) -> Result<T>,
+    opaque: Option<u32>,
+}
+
+impl<'a, T> MetaOne<'a, T> {
+    fn new(
+        command: &'static str,
+        cmd: MetaCommand,
+        (key, value): (&'a [u8], &'a [u8]),
+        given: &[MetaFlag],
+        resend: Resend,
+        read: fn(&MetaReply, &[u8], &Ctx) -> Result<T>,
+    ) -> Self {
+        let mut flags = [MetaFlag::Quiet; 8];
+        flags[..given.len()].copy_from_slice(given);
+        MetaOne {
+            command,
+            request: MetaRequest {
+                command: cmd,
+                key: b"",
+                flags: &[],
+                value: b"",
+            },
+            key,
+            value,
+            flags,
+            n: given.len(),
+            resend,
+            read,
+            opaque: None,
+        }
+    }
+}
+
+impl<'a> MetaOne<'a, Lookup> {
+    /// `mg key v f c N<lease> [R<recache>]`. Not sent twice: a second lookup by the same
+    /// caller would find its own lease taken and wait for itself.
+    pub(crate) fn lookup(key: &'a [u8], lease: u32, recache: Option<u32>) -> Self {
+        let mut flags = vec![
+            MetaFlag::ReturnValue,
+            MetaFlag::ReturnFlags,
+            MetaFlag::ReturnCas,
+            MetaFlag::Vivify(lease),
+        ];
+        flags.extend(recache.map(MetaFlag::Recache));
+        let cmd = MetaCommand::Get;
+        MetaOne::new(
+            "get_or_compute",
+            cmd,
+            (key, b""),
+            &flags,
+            Resend::Never,
+            lookup,
+        )
+    }
+}
+
+impl<'a> MetaOne<'a, StoreOutcome> {
+    /// The winner's `ms key F T C<cas>`: stored only while the lease (or the stale item it
+    /// won) is still there, so a value written meanwhile by a plain `set` is never overwritten.
+    pub(crate) fn store_leased(
+        key: &'a [u8],
+        value: &'a [u8],
+        (flags, exptime): (u32, u32),
+        cas: u64,
+    ) -> Self {
+        let given = [
+            MetaFlag::ClientFlags(flags),
+            MetaFlag::Ttl(exptime),
+            MetaFlag::CompareCas(cas),
+        ];
+        let read = |r: &MetaReply, _: &[u8], ctx: &Ctx| match r.status {
+            MetaStatus::Header => Ok(StoreOutcome::Stored),
+            MetaStatus::Exists => Ok(StoreOutcome::Exists),
+            MetaStatus::NotFound => Ok(StoreOutcome::NotFound),
+            MetaStatus::NotStored => Ok(StoreOutcome::NotStored),
+            s => Err(unexpected(s, "ms", ctx)),
+        };
+        let cmd = MetaCommand::Set;
+        MetaOne::new(
+            "get_or_compute",
+            cmd,
+            (key, value),
+            &given,
+            Resend::Never,
+            read,
+        )
+    }
+}
+
+impl<'a> MetaOne<'a, DeleteOutcome> {
+    /// `md key I T<stale>`: mark the value stale, kept `stale` seconds for the readers while
+    /// one caller recomputes.
+    pub(crate) fn invalidate(key: &'a [u8], stale: u32) -> Self {
+        let given = [MetaFlag::Invalidate, MetaFlag::Ttl(stale)];
+        let cmd = MetaCommand::Delete;
+        MetaOne::new("invalidate", cmd, (key, b""), &given, Resend::Safe, deleted)
+    }
+
+    /// `md key C<cas>`: remove the placeholder of a lease whose recompute failed, so the next
+    /// caller wins at once (nothing happens if the item changed since).
+    pub(crate) fn release(key: &'a [u8], cas: u64) -> Self {
+        let given = [MetaFlag::CompareCas(cas)];
+        let cmd = MetaCommand::Delete;
+        MetaOne::new(
+            "get_or_compute",
+            cmd,
+            (key, b""),
+            &given,
+            Resend::Safe,
+            deleted,
+        )
+    }
+}
+
+fn deleted(r: &MetaReply, _: &[u8], ctx: &Ctx) -> Result<DeleteOutcome> {
+    match r.status {
+        MetaStatus::Header => Ok(DeleteOutcome::Deleted),
+        // EX: the item changed since (the release of a lease someone else refreshed)
+        MetaStatus::NotFound | MetaStatus::Exists => Ok(DeleteOutcome::NotFound),
+        s => Err(unexpected(s, "md", ctx)),
+    }
+}
+
+fn unexpected(status: MetaStatus, to: &str, ctx: &Ctx) -> Error {
+    Error::protocol(
+        ctx.server,
+        format!("unexpected meta reply {status:?} to {to}"),
+    )
+}
+
+impl<T> Exchange for MetaOne<'_, T> {
+    type Output = T;
+
+    fn command(&self) -> &'static str {
+        self.command
+    }
+
+    fn resend(&self) -> Resend {
+        self.resend
+    }
+
+    fn restart(&mut self) {
+        self.opaque = None;
+    }
+
+    fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<T>> {
+        let Some(opaque) = self.opaque else {
+            let opaque = meta::reserve(1);
+            let mut flags = self.flags;
+            flags[self.n] = MetaFlag::Opaque(opaque);
+            // the key passed validate_key when it was routed; the flags are fixed above
+            MetaRequest {
+                key: self.key,
+                value: self.value,
+                flags: &flags[..=self.n],
+                ..self.request
+            }
+            .encode_unchecked(out);
+            self.opaque = Some(opaque);
+            return Ok(Step::Write);
+        };
+        let (r, used) = match meta::read_one(rb, ctx, opaque, self.command)? {
+            meta::One::More => return Ok(Step::Read),
+            meta::One::Refused(e) => return Ok(Step::Refused(e)),
+            meta::One::Reply(r, used) => (r, used),
+        };
+        let out = (self.read)(&r, rb.unread(), ctx);
+        rb.consume(used);
+        out.map(Step::Done)
+    }
+}

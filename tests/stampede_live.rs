@@ -1,0 +1,407 @@
+//! Stampede protection against a real memcached (issue 17): leases on a miss across two
+//! processes of 100 threads each, and across 1,000 tasks of the async client; stale values
+//! served after `invalidate`; early recache; the lease of a killed winner ending. Each count is
+//! what the recompute functions report, summed over the processes.
+//!
+//! The second process is this test binary run again with `MEMSHARD_STAMPEDE_CHILD` set: the
+//! `child` test does the work and prints its counts; without the variable it does nothing.
+//! memcached listens on 127.0.17.1, which no other test binary uses.
+
+mod common;
+
+use common::servers::{Memcached, require};
+use memshard::{Client, Stampede};
+use std::io::{BufRead, BufReader};
+use std::net::Ipv4Addr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+const IP: Ipv4Addr = Ipv4Addr::new(127, 0, 17, 1);
+
+fn client(addr: &str, stampede: Stampede) -> Client {
+    Client::builder()
+        .server_list(addr)
+        .unwrap()
+        .pool_size(16)
+        .checkout_timeout(Duration::from_secs(5))
+        .stampede(stampede)
+        .build()
+        .unwrap()
+}
+
+/// The same binary, running only `child` with `mode`.
+fn spawn_child(mode: &str, addr: &str, key: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env("MEMSHARD_STAMPEDE_CHILD", format!("{mode} {addr} {key}"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The rest of the next line of `child`'s output from `prefix` on.
+fn line_from(child: &mut Child, prefix: &str) -> String {
+    let out = child.stdout.as_mut().unwrap();
+    let mut reader = BufReader::new(out);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "child ended before {prefix}"
+        );
+        // libtest prints "test child ... " before the child's first line
+        if let Some(at) = line.find(prefix) {
+            return line[at..].trim_end().to_string();
+        }
+    }
+}
+
+/// 100 threads of one process asking for `key` at once; the recompute takes 300 ms.
+fn hundred_threads(c: &Client, key: &str, go: &(dyn Fn() + Sync)) -> (u64, u64, u64) {
+    let (recomputes, errors, right) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let barrier = Barrier::new(100);
+    std::thread::scope(|s| {
+        for _ in 0..100 {
+            s.spawn(|| {
+                barrier.wait();
+                go();
+                let got = c.get_or_compute(key, Duration::from_secs(60), || {
+                    recomputes.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(300));
+                    Ok::<_, std::io::Error>(b"computed".to_vec())
+                });
+                match got {
+                    Ok(item) if item.value == b"computed" => right.fetch_add(1, Ordering::SeqCst),
+                    Ok(item) => panic!("wrong value {:?}", item.value),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        errors.fetch_add(1, Ordering::SeqCst)
+                    }
+                };
+            });
+        }
+    });
+    (
+        recomputes.into_inner(),
+        errors.into_inner(),
+        right.into_inner(),
+    )
+}
+
+#[test]
+fn child() {
+    let Ok(spec) = std::env::var("MEMSHARD_STAMPEDE_CHILD") else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split(' ').collect();
+    let (mode, addr, key) = (parts[0], parts[1], parts[2]);
+    match mode {
+        "herd" => {
+            let c = client(addr, Stampede::default().wait(Duration::from_secs(10)));
+            println!("READY");
+            // every process starts when the parent stores the go key
+            let go = || {
+                while c.get(format!("{key}:go")).unwrap().is_none() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            };
+            let (recomputes, errors, right) = hundred_threads(&c, key, &go);
+            println!("COUNTS {recomputes} {errors} {right}");
+        }
+        "win-and-die" => {
+            let c = client(addr, Stampede::default().lease(Duration::from_secs(2)));
+            let _ = c.get_or_compute(key, Duration::from_secs(60), || {
+                println!("WON");
+                std::thread::sleep(Duration::from_secs(3600));
+                Ok::<_, std::io::Error>(b"never".to_vec())
+            });
+        }
+        other => panic!("mode {other}"),
+    }
+}
+
+#[test]
+fn two_processes_of_a_hundred_threads_recompute_a_missing_key_once() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let key = "stampede:herd";
+    let mut children: Vec<Child> = (0..2)
+        .map(|_| spawn_child("herd", &m.addr(), key))
+        .collect();
+    for c in &mut children {
+        line_from(c, "READY");
+    }
+    let c = client(&m.addr(), Stampede::default());
+    c.set(format!("{key}:go"), "1", Duration::from_secs(60))
+        .unwrap();
+    let mut total = [0u64; 3];
+    for mut child in children {
+        let counts = line_from(&mut child, "COUNTS");
+        for (t, n) in total.iter_mut().zip(counts.split(' ').skip(1)) {
+            *t += n.parse::<u64>().unwrap();
+        }
+        assert!(child.wait().unwrap().success());
+    }
+    eprintln!("2 x 100 threads: recomputes, errors, right values = {total:?}");
+    assert_eq!(total, [1, 0, 200]);
+    // without protection, the same herd recomputes many times: what the lease saves
+    let plain = AtomicU64::new(0);
+    let barrier = Barrier::new(100);
+    std::thread::scope(|s| {
+        for _ in 0..100 {
+            s.spawn(|| {
+                barrier.wait();
+                if c.get("stampede:plain").unwrap().is_none() {
+                    plain.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(300));
+                    c.set("stampede:plain", "computed", Duration::from_secs(60))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    eprintln!(
+        "the same 100 threads without protection: {} recomputes",
+        plain.into_inner()
+    );
+}
+
+#[test]
+fn a_thousand_async_tasks_recompute_a_missing_key_once() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = memshard::aio::Client::builder()
+            .server_list(&m.addr())
+            .unwrap()
+            .pool_size(32)
+            .checkout_timeout(Duration::from_secs(5))
+            .stampede(Stampede::default().wait(Duration::from_secs(10)))
+            .build()
+            .unwrap();
+        let recomputes = Arc::new(AtomicU64::new(0));
+        let tasks: Vec<_> = (0..1000)
+            .map(|_| {
+                let (c, recomputes) = (c.clone(), recomputes.clone());
+                tokio::spawn(async move {
+                    c.get_or_compute("stampede:async", Duration::from_secs(60), || async {
+                        recomputes.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        Ok::<_, std::io::Error>(b"computed".to_vec())
+                    })
+                    .await
+                })
+            })
+            .collect();
+        let mut errors = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(item) => assert_eq!(item.value, b"computed"),
+                Err(e) => {
+                    eprintln!("{e}");
+                    errors += 1
+                }
+            }
+        }
+        eprintln!(
+            "1000 tasks: {} recomputes, {errors} errors",
+            recomputes.load(Ordering::SeqCst)
+        );
+        assert_eq!((recomputes.load(Ordering::SeqCst), errors), (1, 0));
+    });
+}
+
+#[test]
+fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let c = client(&m.addr(), Stampede::default());
+    let key = "stampede:stale";
+    c.set(key, "old", Duration::from_secs(60)).unwrap();
+    assert_eq!(c.invalidate(key).unwrap(), memshard::DeleteOutcome::Deleted);
+    let (recomputes, stale, fresh, errors) = (
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    );
+    let barrier = Barrier::new(50);
+    std::thread::scope(|s| {
+        for _ in 0..50 {
+            s.spawn(|| {
+                barrier.wait();
+                // keep reading while the refresh runs; stop once the new value is served
+                loop {
+                    let got = c.get_or_compute(key, Duration::from_secs(60), || {
+                        recomputes.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(500));
+                        Ok::<_, std::io::Error>(b"new".to_vec())
+                    });
+                    match got.as_ref().map(|i| &i.value[..]) {
+                        Ok(b"old") => stale.fetch_add(1, Ordering::SeqCst),
+                        Ok(b"new") => {
+                            fresh.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                        Ok(v) => panic!("wrong value {v:?}"),
+                        Err(e) => {
+                            eprintln!("{e}");
+                            errors.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                    };
+                }
+            });
+        }
+    });
+    let counts = [&recomputes, &stale, &fresh, &errors].map(|a| a.load(Ordering::SeqCst));
+    eprintln!("invalidate: recomputes, stale reads, fresh reads, errors = {counts:?}");
+    assert_eq!(counts[0], 1);
+    assert!(
+        counts[1] >= 49,
+        "the readers during the refresh were served the stale value"
+    );
+    assert_eq!((counts[2], counts[3]), (50, 0));
+    assert_eq!(c.get(key).unwrap().unwrap().value, b"new");
+    assert_eq!(
+        c.invalidate("stampede:absent").unwrap(),
+        memshard::DeleteOutcome::NotFound
+    );
+}
+
+#[test]
+fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let stampede = Stampede::default().early_recache(Duration::from_secs(2));
+    let c = client(&m.addr(), stampede);
+    let key = "stampede:early";
+    // stored for 3 s: from the moment less than 2 s are left, one reader recomputes
+    c.set(key, "v1", Duration::from_secs(3)).unwrap();
+    let (recomputes, errors, served_v1) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let still_there = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..20 {
+            s.spawn(|| {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while Instant::now() < deadline {
+                    let got = c.get_or_compute(key, Duration::from_secs(3), || {
+                        recomputes.fetch_add(1, Ordering::SeqCst);
+                        // the old value is still stored: the refresh comes before expiry
+                        if c.get(key).unwrap().is_some_and(|i| i.value == b"v1") {
+                            still_there.fetch_add(1, Ordering::SeqCst);
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                        Ok::<_, std::io::Error>(b"v2".to_vec())
+                    });
+                    match got.as_ref().map(|i| &i.value[..]) {
+                        Ok(b"v1") => served_v1.fetch_add(1, Ordering::SeqCst),
+                        Ok(b"v2") => break,
+                        Ok(v) => panic!("wrong value {v:?}"),
+                        Err(e) => {
+                            eprintln!("{e}");
+                            errors.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                    };
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+        }
+    });
+    let counts = [&recomputes, &still_there, &served_v1, &errors].map(|a| a.load(Ordering::SeqCst));
+    eprintln!("early recache: recomputes, refreshed before expiry, v1 reads, errors = {counts:?}");
+    assert_eq!(counts[0], 1);
+    assert_eq!(counts[1], 1);
+    assert!(counts[2] > 0);
+    assert_eq!(counts[3], 0);
+}
+
+#[test]
+fn a_killed_winners_lease_ends_and_another_caller_recomputes() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let key = "stampede:killed";
+    let mut winner = spawn_child("win-and-die", &m.addr(), key);
+    line_from(&mut winner, "WON");
+    winner.kill().unwrap();
+    winner.wait().unwrap();
+    // the lease is 2 s; waiting up to 10 s, this caller wins once it ends
+    let stampede = Stampede::default()
+        .lease(Duration::from_secs(2))
+        .wait(Duration::from_secs(10));
+    let c = client(&m.addr(), stampede);
+    let recomputes = AtomicU64::new(0);
+    let got = c
+        .get_or_compute(key, Duration::from_secs(60), || {
+            recomputes.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(b"recomputed".to_vec())
+        })
+        .unwrap();
+    assert_eq!(
+        (got.value.as_slice(), recomputes.into_inner()),
+        (&b"recomputed"[..], 1)
+    );
+    // a wait shorter than the lease: the error says another caller holds it
+    let mut winner = spawn_child("win-and-die", &m.addr(), "stampede:killed2");
+    line_from(&mut winner, "WON");
+    let short = client(
+        &m.addr(),
+        Stampede::default().wait(Duration::from_millis(100)),
+    );
+    let err = short
+        .get_or_compute("stampede:killed2", Duration::from_secs(60), || {
+            Ok::<_, std::io::Error>(b"x".to_vec())
+        })
+        .unwrap_err();
+    assert!(matches!(err, memshard::Error::LeaseBusy { .. }), "{err}");
+    winner.kill().unwrap();
+    winner.wait().unwrap();
+}
+
+#[test]
+fn a_failing_recompute_gives_the_lease_back() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let c = client(&m.addr(), Stampede::default().wait(Duration::ZERO));
+    let key = "stampede:fails";
+    let err = c
+        .get_or_compute(key, Duration::from_secs(60), || {
+            Err::<Vec<u8>, _>(std::io::Error::other("database down"))
+        })
+        .unwrap_err();
+    assert!(matches!(&err, memshard::Error::Recompute { .. }), "{err}");
+    assert!(
+        std::error::Error::source(&err)
+            .unwrap()
+            .to_string()
+            .contains("database down")
+    );
+    // the next caller wins at once instead of waiting for a lease nobody holds
+    let got = c
+        .get_or_compute(key, Duration::from_secs(60), || {
+            Ok::<_, std::io::Error>(b"ok".to_vec())
+        })
+        .unwrap();
+    assert_eq!(got.value, b"ok");
+}
