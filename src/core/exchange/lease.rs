@@ -234,3 +234,69 @@ impl<T> Exchange for MetaOne<'_, T> {
         out.map(Step::Done)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+
+    /// The lookup of `k` answered `reply` (its `{o}` replaced by the request's token).
+    fn looked_up(reply: &str) -> Result<Lookup> {
+        let mut ex = MetaOne::lookup(b"k", 30, Some(10));
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let o = opaques(&out)[0];
+        assert_eq!(out, format!("mg k v f c N30 R10 O{o}\r\n").as_bytes());
+        receive(&mut rb, reply.replace("{o}", &o.to_string()).as_bytes());
+        match ex.step(&mut rb, &mut Vec::new(), &CTX)? {
+            Step::Done(l) => Ok(l),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The replies memcached 1.6.18 gave in meta-vectors' vivify, stale and recache cases.
+    #[test]
+    fn each_lookup_reply_is_the_callers_part() {
+        let won = looked_up("VA 0 f0 c5 O{o} W\r\n\r\n").unwrap();
+        assert!(matches!(
+            won,
+            Lookup::Won {
+                cas: 5,
+                current: None
+            }
+        ));
+        let waiting = looked_up("VA 0 f0 c5 O{o} Z\r\n\r\n").unwrap();
+        assert!(matches!(waiting, Lookup::Pending { stale: None }));
+        let stale_won = looked_up("VA 3 f0 c6 O{o} X W\r\nold\r\n").unwrap();
+        assert!(
+            matches!(stale_won, Lookup::Won { cas: 6, current: Some(ref i) } if i.value == b"old")
+        );
+        let stale = looked_up("VA 3 f0 c6 O{o} Z X\r\nold\r\n").unwrap();
+        assert!(matches!(stale, Lookup::Pending { stale: Some(ref i) } if i.value == b"old"));
+        // early recache: another caller refreshes, this one is served the current value
+        let early = looked_up("VA 2 f0 c7 O{o} Z\r\nv1\r\n").unwrap();
+        assert!(matches!(early, Lookup::Fresh(ref i) if i.value == b"v1"));
+        let fresh = looked_up("VA 2 f3 c7 O{o}\r\nv1\r\n").unwrap();
+        assert!(matches!(fresh, Lookup::Fresh(ref i) if i.flags == 3));
+        // a win without the CAS to store with, or a miss (vivify never misses): not memcached
+        assert!(looked_up("VA 0 f0 O{o} W\r\n\r\n").is_err());
+        assert!(looked_up("EN O{o}\r\n").is_err());
+    }
+
+    #[test]
+    fn the_winners_store_compares_the_lease_cas() {
+        let mut ex = MetaOne::store_leased(b"k", b"new", (4, 60), 5);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        assert_eq!(out, format!("ms k 3 F4 T60 C5 O{o}\r\nnew\r\n").as_bytes());
+        receive(&mut rb, format!("EX O{o}\r\n").as_bytes());
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::Done(StoreOutcome::Exists))
+        ));
+        let mut out = Vec::new();
+        let _ = MetaOne::invalidate(b"k", 30).step(&mut ReadBuf::default(), &mut out, &CTX);
+        assert!(out.starts_with(b"md k I T30 O"));
+    }
+}

@@ -211,6 +211,33 @@ pub(crate) fn quiet_success(req: &Request) -> Option<Reply> {
     }
 }
 
+/// Test support: a meta context, and the opaque tokens a request wrote.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Ctx;
+
+    pub(crate) const CTX: Ctx<'static> = Ctx {
+        server: "s:1",
+        max_value: 1024,
+        protocol: crate::Protocol::Meta,
+    };
+
+    /// The numbers of the `O` tokens in `out`, in order.
+    pub(crate) fn opaques(out: &[u8]) -> Vec<u32> {
+        out.split(|&b| b == b' ' || b == b'\r' || b == b'\n')
+            .filter_map(|t| t.strip_prefix(b"O"))
+            .filter_map(|n| std::str::from_utf8(n).ok()?.parse().ok())
+            .collect()
+    }
+
+    /// Put `bytes` in `rb` as if received.
+    pub(crate) fn receive(rb: &mut crate::core::readbuf::ReadBuf, bytes: &[u8]) {
+        let spare = rb.spare();
+        spare[..bytes.len()].copy_from_slice(bytes);
+        rb.filled(bytes.len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

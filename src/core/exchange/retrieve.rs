@@ -355,4 +355,52 @@ mod tests {
         assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
         assert_eq!(ex.answered(), 0);
     }
+
+    #[test]
+    fn meta_values_are_matched_by_their_opaque_tokens_and_a_stale_token_fails() {
+        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+        let keys: Vec<&[u8]> = vec![b"a", b"b", b"c"];
+        let mut ex = Retrieve::new(&keys, true, Some(30));
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let o = opaques(&out);
+        let want = format!(
+            "mg a v f c T30 O{} q\r\nmg b v f c T30 O{} q\r\nmg c v f c T30 O{} q\r\nmn\r\n",
+            o[0], o[1], o[2]
+        );
+        assert_eq!(String::from_utf8_lossy(&out), want);
+        // quiet: a hit for c only, then the end
+        receive(
+            &mut rb,
+            format!("VA 1 f7 c9 O{}\r\nz\r\nMN\r\n", o[2]).as_bytes(),
+        );
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
+        let hits = ex.take_hits();
+        assert_eq!(hits[2], Some(Item::new(b"z".to_vec(), 7, Some(9))));
+        assert!(hits[0].is_none() && hits[1].is_none());
+        assert_eq!(ex.answered(), 3);
+
+        // a value with a token of an earlier request is never taken
+        ex.restart();
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        receive(&mut rb, format!("VA 1 f0 c1 O{}\r\nz\r\n", o[0]).as_bytes());
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+
+        // one key: not quiet, `EN` with its token is the miss
+        let one: Vec<&[u8]> = vec![b"k"];
+        let mut ex = Retrieve::new(&one, false, None);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        assert_eq!(out, format!("mg k v f O{o}\r\n").as_bytes());
+        receive(&mut rb, format!("EN O{o}\r\n").as_bytes());
+        assert!(matches!(
+            ex.step(&mut rb, &mut Vec::new(), &CTX),
+            Ok(Step::Done(()))
+        ));
+        assert_eq!(ex.take_item(), None);
+    }
 }

@@ -273,4 +273,52 @@ mod tests {
         let (_, r) = run(&mut Single::arith(true, b"k", 2), b"NOT_FOUND\r\n");
         assert!(matches!(r, Ok(Step::Done(None))));
     }
+
+    #[test]
+    fn meta_replies_read_as_the_text_replies_they_stand_for() {
+        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+        let mut ex = Single::arith(false, b"n", 2);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let o = opaques(&out)[0];
+        assert_eq!(out, format!("ma n D2 MD v O{o}\r\n").as_bytes());
+        receive(&mut rb, format!("VA 2 O{o}\r\n40\r\n").as_bytes());
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::Done(Some(40)))
+        ));
+
+        let mut ex = Single::delete(b"k");
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        receive(&mut rb, format!("NF O{o}\r\n").as_bytes());
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::Done(DeleteOutcome::NotFound))
+        ));
+
+        // a reply without the token, or with another one, is never taken
+        for stale in [format!("HD\r\n"), format!("HD O{}\r\n", o.wrapping_sub(1))] {
+            let mut ex = Single::delete(b"k");
+            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+            let _ = ex.step(&mut rb, &mut out, &CTX);
+            receive(&mut rb, stale.as_bytes());
+            let r = ex.step(&mut rb, &mut out, &CTX);
+            assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+        }
+
+        // an error line keeps the stream; version stays text
+        let mut ex = Single::store(StoreCommand::Set, b"k", b"v", 0, 0);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        receive(&mut rb, b"SERVER_ERROR out of memory\r\n");
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::Refused(Error::Server { .. }))
+        ));
+        let mut out = Vec::new();
+        let _ = Single::version().step(&mut ReadBuf::default(), &mut out, &CTX);
+        assert_eq!(out, b"version\r\n");
+    }
 }

@@ -310,4 +310,92 @@ mod tests {
         assert_eq!(r[2].as_ref().ok(), Some(&DeleteOutcome::NotFound));
         assert!(matches!(r[100], Err(Error::Protocol { .. })));
     }
+
+    #[test]
+    fn quiet_meta_writes_report_failures_by_token_and_error_lines_by_their_place() {
+        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+        use crate::core::exchange::single::store_outcome;
+        use crate::core::outcome::StoreOutcome;
+        use crate::proto::StoreCommand;
+        let keys: Vec<Vec<u8>> = (0..5).map(|i| format!("k{i}").into_bytes()).collect();
+        let reqs = || {
+            keys.iter()
+                .map(|key| Request::Store {
+                    cmd: StoreCommand::Add,
+                    key,
+                    flags: 0,
+                    exptime: 0,
+                    value: b"v",
+                    noreply: false,
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let o = opaques(&out);
+        assert!(out.starts_with(format!("ms k0 1 ME O{} q\r\nv\r\n", o[0]).as_bytes()));
+        assert!(out.ends_with(b"mn\r\n"));
+        // k1 not stored (its token); an error line between k2's place and k4's reply is k3's
+        // or k2's: unknowable, both report it; k4 not stored
+        let replies = format!(
+            "NS O{}\r\nSERVER_ERROR out of memory\r\nNS O{}\r\nMN\r\n",
+            o[1], o[4]
+        );
+        receive(&mut rb, replies.as_bytes());
+        assert!(matches!(
+            ex.step(&mut rb, &mut Vec::new(), &CTX),
+            Ok(Step::Done(()))
+        ));
+        let results = ex.results(None);
+        assert!(matches!(results[0], Ok(StoreOutcome::Stored)));
+        assert!(matches!(results[1], Ok(StoreOutcome::NotStored)));
+        for r in &results[2..4] {
+            let Err(Error::Server { message, .. }) = r else {
+                panic!("{r:?}")
+            };
+            assert!(
+                message.contains("one of 2 quiet meta requests"),
+                "{message}"
+            );
+        }
+        assert!(matches!(results[4], Ok(StoreOutcome::NotStored)));
+
+        // one error line in a window of one is that request's own
+        let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out);
+        let replies = format!(
+            "NS O{}\r\nSERVER_ERROR out of memory\r\nNS O{}\r\nMN\r\n",
+            o[0], o[2]
+        );
+        receive(&mut rb, replies.as_bytes());
+        assert!(matches!(
+            ex.step(&mut rb, &mut Vec::new(), &CTX),
+            Ok(Step::Done(()))
+        ));
+        let results = ex.results(None);
+        let Err(Error::Server { message, .. }) = &results[1] else {
+            panic!("{:?}", results[1])
+        };
+        assert_eq!(message, "SERVER_ERROR out of memory");
+        assert!(
+            results[3..]
+                .iter()
+                .all(|r| matches!(r, Ok(StoreOutcome::Stored)))
+        );
+
+        // a token out of order (or of another batch) drops the connection
+        let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out);
+        receive(
+            &mut rb,
+            format!("NS O{}\r\nNS O{}\r\n", o[3], o[1]).as_bytes(),
+        );
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+    }
 }
