@@ -299,7 +299,10 @@ mod tests {
         ));
 
         // a reply without the token, or with another one, is never taken
-        for stale in [format!("HD\r\n"), format!("HD O{}\r\n", o.wrapping_sub(1))] {
+        for stale in [
+            "HD\r\n".to_string(),
+            format!("HD O{}\r\n", o.wrapping_sub(1)),
+        ] {
             let mut ex = Single::delete(b"k");
             let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
             let _ = ex.step(&mut rb, &mut out, &CTX);
