@@ -405,3 +405,31 @@ fn a_failing_recompute_gives_the_lease_back() {
         .unwrap();
     assert_eq!(got.value, b"ok");
 }
+
+#[test]
+fn typed_values_are_stored_with_the_clients_codec() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let c = Client::builder()
+        .server_list(&m.addr())
+        .unwrap()
+        .codec(memshard::value::Codec::PhpMemcached)
+        .build()
+        .unwrap();
+    let recomputes = AtomicU64::new(0);
+    for _ in 0..3 {
+        let got: i64 = c
+            .get_or_compute_as("stampede:typed", Duration::from_secs(60), || {
+                recomputes.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, std::io::Error>(42)
+            })
+            .unwrap();
+        assert_eq!(got, 42);
+    }
+    assert_eq!(recomputes.into_inner(), 1);
+    // stored as php-memcached stores an integer: flags 1 (MEMC_VAL_IS_LONG), decimal text
+    let raw = c.get("stampede:typed").unwrap().unwrap();
+    assert_eq!((raw.flags, raw.value.as_slice()), (1, &b"42"[..]));
+}

@@ -525,9 +525,49 @@ macro_rules! stampede_methods {
             V: AsRef<[u8]>,
             E: Into<Box<dyn std::error::Error + Send + Sync>>,
         {
+            let store = |v: V| Ok((v.as_ref().to_vec(), 0));
+            self.leased(key.as_ref(), expiry.into(), recompute, store)$(.$await)?
+        }
+
+        /// [`get_or_compute`](Self::get_or_compute) of a typed value: stored as the client's
+        /// codec's peer stores it ([`Builder::codec`]($crate::Builder::codec)), and read back
+        /// through the codec, so a PHP or Python service sharing the key reads it too.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        pub $($async)? fn get_or_compute_as<$($gen)*>(
+            &self,
+            key: impl AsRef<[u8]>,
+            expiry: impl Into<$crate::Expiry>,
+            recompute: F,
+        ) -> $crate::Result<V>
+        where
+            V: $crate::value::ToValue + $crate::value::FromValue,
+            E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        {
+            let (key, codec) = (key.as_ref(), &self.core.settings.transcoder);
+            let store = |v: V| {
+                let stored = self.core.encode_value(codec, key, &v)?;
+                Ok((stored.bytes, stored.flags))
+            };
+            let item = self.leased(key, expiry.into(), recompute, store)$(.$await)??;
+            let value = self.core.decode_item(codec, key, &item)?;
+            $crate::core::typed_as(key, value)
+        }
+
+        /// The lease loop of `get_or_compute`: `store` turns the recomputed value into the
+        /// bytes and flags stored.
+        $($async)? fn leased<$($gen)*>(
+            &self,
+            key: &[u8],
+            expiry: $crate::Expiry,
+            recompute: F,
+            store: impl FnOnce(V) -> $crate::Result<(Vec<u8>, u32)>,
+        ) -> $crate::Result<$crate::Item>
+        where
+            E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        {
             use $crate::core::exchange::{Lookup, MetaOne};
-            let key = key.as_ref();
-            let exptime = expiry.into().exptime_now();
+            let exptime = expiry.exptime_now();
             let st = &self.core.settings.stampede;
             let r = self.core.route(key, true)?;
             let mut recompute = Some(recompute);
@@ -555,26 +595,28 @@ macro_rules! stampede_methods {
                 let Some(recompute) = recompute.take() else {
                     return Err($crate::Error::protocol(&r.member.server.addr, "a second lease won by one caller"));
                 };
-                let value = match recompute()$(.$await)? {
-                    Ok(value) => value,
+                let stored = match recompute()$(.$await)? {
+                    Ok(value) => store(value),
+                    Err(e) => Err($crate::Error::Recompute {
+                        key: String::from_utf8_lossy(key).into_owned(),
+                        source: std::sync::Arc::from(e.into()),
+                    }),
+                };
+                let (value, flags) = match stored.and_then(|s| self.core.keys.check_value(&s.0).map(|()| s)) {
+                    Ok(stored) => stored,
                     Err(e) => {
                         if current.is_none() {
                             // best effort: a placeholder left behind only delays the next
                             // caller until the lease ends
                             let _ = self.on(&r.member, &mut MetaOne::release(&r.wire, cas))$(.$await)?;
                         }
-                        return Err($crate::Error::Recompute {
-                            key: String::from_utf8_lossy(key).into_owned(),
-                            source: std::sync::Arc::from(e.into()),
-                        });
+                        return Err(e);
                     }
                 };
-                let value = value.as_ref();
-                self.core.keys.check_value(value)?;
-                let mut ex = MetaOne::store_leased(&r.wire, value, (0, exptime), cas);
+                let mut ex = MetaOne::store_leased(&r.wire, &value, (flags, exptime), cas);
                 self.on(&r.member, &mut ex)$(.$await)??;
                 self.core.forget([key]);
-                return Ok($crate::Item::new(value.to_vec(), 0, None));
+                return Ok($crate::Item::new(value, flags, None));
             }
         }
 
