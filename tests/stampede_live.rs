@@ -433,3 +433,32 @@ fn typed_values_are_stored_with_the_clients_codec() {
     let raw = c.get("stampede:typed").unwrap().unwrap();
     assert_eq!((raw.flags, raw.value.as_slice()), (1, &b"42"[..]));
 }
+
+#[test]
+fn a_proxy_without_meta_gives_an_error_that_says_so() {
+    if !require("memcached") || !require("nutcracker") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let proxy = common::servers::Nutcracker::start(1, |listens| {
+        format!(
+            "alpha:\n  listen: {}\n  hash: fnv1a_64\n  distribution: ketama\n  servers:\n   - {}:1\n",
+            listens[0],
+            m.addr()
+        )
+    });
+    let c = client(&proxy.listens[0].to_string(), Stampede::default());
+    let err = c
+        .get_or_compute("stampede:proxy", Duration::from_secs(60), || {
+            Ok::<_, std::io::Error>(b"x".to_vec())
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("does not speak the meta protocol"),
+        "{err}"
+    );
+    // the text protocol still works through it
+    c.set("stampede:proxy", "v", Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(c.get("stampede:proxy").unwrap().unwrap().value, b"v");
+}

@@ -81,6 +81,15 @@ impl Default for ConnOptions {
     }
 }
 
+/// Whether `request` starts with a meta command (no text command starts `mg `, `ms `, `md `,
+/// `ma ` or `mn`).
+fn is_meta(request: &[u8]) -> bool {
+    matches!(
+        request,
+        [b'm', b'g' | b's' | b'd' | b'a' | b'n', b' ' | b'\r', ..]
+    )
+}
+
 /// What a connection must do next for the exchange it drives.
 #[derive(Debug)]
 pub(crate) enum Next<T> {
@@ -119,6 +128,8 @@ pub(crate) struct Link {
     opts: ConnOptions,
     rb: ReadBuf,
     wbuf: Vec<u8>,
+    /// The exchange under way wrote a meta command.
+    meta_sent: bool,
     broken: bool,
     in_flight: bool,
     /// Exchanges completed: a link with any sat in its pool between them.
@@ -142,6 +153,7 @@ impl Link {
             opts: opts.clone(),
             rb: ReadBuf::default(),
             wbuf: Vec::with_capacity(256),
+            meta_sent: false,
             broken: false,
             in_flight: false,
             completed: 0,
@@ -215,6 +227,22 @@ impl Link {
                 server: self.server.clone(),
                 detail,
             },
+            // twemproxy and memcached before 1.6 close the connection at a meta command
+            Error::Io {
+                server,
+                op,
+                kind: kind @ (io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof),
+                message,
+                source,
+            } if self.meta_sent => Error::Io {
+                server,
+                op,
+                kind,
+                message: format!(
+                    "{message}, after a meta command: if the server does not speak the meta protocol (twemproxy, memcached before 1.6), use Protocol::Text; stampede protection needs memcached 1.6 or later"
+                ),
+                source,
+            },
             // memcached -Z resets a plaintext connection at its first request without a byte
             // of reply (its TLS accept fails): say so, since nothing else will.
             Error::Io {
@@ -286,6 +314,7 @@ impl Link {
         self.sent = false;
         self.in_flight = true;
         self.deadline = None;
+        self.meta_sent = false;
         Ok(())
     }
 
@@ -308,6 +337,7 @@ impl Link {
         match step {
             Ok(Step::Write) => {
                 self.deadline = None;
+                self.meta_sent |= is_meta(&self.wbuf);
                 Ok(Next::Write)
             }
             Ok(Step::Read) => {

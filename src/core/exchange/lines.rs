@@ -218,7 +218,7 @@ impl Exchange for NoreplySets<'_> {
                     MetaItem::Reply(r) => self.errors.push(format!("{:?}", r.status)),
                     MetaItem::Failed(reply) => {
                         if let Error::Server { message, .. } =
-                            refusal(reply, ctx.server, "noreply set")?
+                            super::meta::refused(reply, ctx, "noreply set")?
                         {
                             self.errors.push(message);
                         }

@@ -111,6 +111,20 @@ pub(crate) fn next(rb: &ReadBuf, ctx: &Ctx) -> Result<Option<(MetaItem, usize)>>
     }
 }
 
+/// The error for an error line answering a meta request (see [`super::refusal`]); `ERROR`,
+/// memcached's answer to a command it does not know, says that meta needs memcached 1.6.
+pub(crate) fn refused(reply: Reply, ctx: &Ctx, command: &str) -> Result<Error> {
+    Ok(match super::refusal(reply, ctx.server, command)? {
+        Error::Server { server, message } if message == "ERROR" => Error::Server {
+            server,
+            message: format!(
+                "ERROR: the server does not know the meta command sent for {command}; meta commands need memcached 1.6 or later (use Protocol::Text with older servers and proxies)"
+            ),
+        },
+        e => e,
+    })
+}
+
 /// What came for the one request sent with an opaque token.
 pub(crate) enum One {
     /// More bytes are needed.
@@ -131,7 +145,7 @@ pub(crate) fn read_one(rb: &mut ReadBuf, ctx: &Ctx, opaque: u32, command: &str) 
     match item {
         MetaItem::Failed(reply) => {
             rb.consume(used);
-            super::refusal(reply, ctx.server, command).map(One::Refused)
+            refused(reply, ctx, command).map(One::Refused)
         }
         MetaItem::Reply(r) if opaque_of(&r, rb.unread()) == Some(opaque) => Ok(One::Reply(r, used)),
         MetaItem::Reply(r) => Err(wrong_opaque(&r, rb.unread(), &opaque.to_string(), ctx)),

@@ -233,7 +233,7 @@ impl Retrieve<'_> {
             };
             let r = match item {
                 MetaItem::Failed(reply) => {
-                    let refused = refusal(reply, ctx.server, self.command())?;
+                    let refused = meta::refused(reply, ctx, self.command())?;
                     rb.consume(used);
                     if quiet {
                         // the replies to the later keys and the `mn` are still on the wire

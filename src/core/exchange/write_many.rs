@@ -176,7 +176,7 @@ impl<R: Encode, T> WriteMany<R, T> {
             };
             let r = match item {
                 MetaItem::Failed(reply) => {
-                    let e = refusal(reply, ctx.server, self.command)?;
+                    let e = meta::refused(reply, ctx, self.command)?;
                     rb.consume(used);
                     if batch.errors.len() >= self.written - self.read {
                         return Err(Error::protocol(
