@@ -462,3 +462,66 @@ fn a_proxy_without_meta_gives_an_error_that_says_so() {
         .unwrap();
     assert_eq!(c.get("stampede:proxy").unwrap().unwrap().value, b"v");
 }
+
+/// A hot key expiring again and again under 50 readers for 3 s, each recompute taking 50 ms:
+/// the backend calls with and without protection (printed for the closing note). With it, each
+/// expiry costs one call, and a 2 s TTL lasts at least 1 s of memcached's clock, so the calls
+/// are at most the seconds run plus one.
+#[test]
+fn a_hot_key_under_load_costs_one_backend_call_per_expiry() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let c = client(&m.addr(), Stampede::default().wait(Duration::from_secs(5)));
+    let run = |protected: bool| {
+        let key = if protected {
+            "hot:protected"
+        } else {
+            "hot:plain"
+        };
+        let (calls, reads, errors) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..50 {
+                s.spawn(|| {
+                    let backend = || {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(50));
+                        b"value".to_vec()
+                    };
+                    while started.elapsed() < Duration::from_secs(3) {
+                        let ok = if protected {
+                            let got = c.get_or_compute(key, Duration::from_secs(2), || {
+                                Ok::<_, std::io::Error>(backend())
+                            });
+                            got.is_ok_and(|i| i.value == b"value")
+                        } else {
+                            match c.get(key) {
+                                Ok(Some(i)) => i.value == b"value",
+                                Ok(None) => c.set(key, backend(), Duration::from_secs(2)).is_ok(),
+                                Err(_) => false,
+                            }
+                        };
+                        let counter = if ok { &reads } else { &errors };
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        let secs = started.elapsed().as_secs();
+        (
+            calls.into_inner(),
+            reads.into_inner(),
+            errors.into_inner(),
+            secs,
+        )
+    };
+    let (plain, plain_reads, _, _) = run(false);
+    let (protected, reads, errors, secs) = run(true);
+    eprintln!(
+        "hot key, 50 readers, 3 s, 2 s TTL: backend calls without protection {plain} ({plain_reads} reads), with protection {protected} ({reads} reads, {errors} errors)"
+    );
+    assert_eq!(errors, 0);
+    assert!(protected <= secs + 1, "{protected} calls in {secs} s");
+}
