@@ -136,8 +136,13 @@ pub fn parse_meta(buf: &[u8], max_value: usize) -> Result<Parsed<MetaItem>, Pars
         _ => return Err(bad(l)),
     };
     let mut fields = l[2..].split(|&b| b == b' ').skip(1);
+    // the offset in `l` of the end of the field read last (ranges must index what was sent,
+    // so a zero-padded length like `VA 002` is counted as sent)
+    let mut at = 2;
     let len = if status == MetaStatus::Value {
-        let announced: u64 = fields.next().and_then(number).ok_or_else(|| bad(l))?;
+        let field = fields.next().ok_or_else(|| bad(l))?;
+        at += 1 + field.len();
+        let announced: u64 = number(field).ok_or_else(|| bad(l))?;
         if announced > max_value as u64 {
             return Err(ParseError::ValueTooLarge {
                 announced,
@@ -149,7 +154,6 @@ pub fn parse_meta(buf: &[u8], max_value: usize) -> Result<Parsed<MetaItem>, Pars
         None
     };
     let mut tokens = MetaTokens::default();
-    let mut at = 2 + len.map_or(0, |n| 1 + n.to_string().len());
     for f in fields {
         at += 1;
         let start = at;
@@ -267,6 +271,12 @@ mod tests {
         assert_eq!(r.opaque(buf), Some(&b"12"[..]));
         assert_eq!((t.hit_before, t.last_access), (Some(true), Some(3)));
         assert!(t.win && t.stale && !t.won_elsewhere);
+        // found by fuzz/ (crashes-found/meta_reply-va-leading-zero): ranges after a zero-padded
+        // length must still point at the tokens
+        let buf = b"VA 002 kab O7\r\nhi\r\n";
+        let r = one(buf);
+        assert_eq!(&buf[r.tokens.key.clone().unwrap()], b"ab");
+        assert_eq!(r.opaque(buf), Some(&b"7"[..]));
     }
 
     #[test]

@@ -263,6 +263,9 @@ pub enum MetaEncodeError {
     /// The same flag twice (memcached answers `CLIENT_ERROR duplicate flag`).
     #[error("flag {0} given twice")]
     DuplicateFlag(char),
+    /// A key given to `mn`, which takes none.
+    #[error("mn takes no key")]
+    KeyWithoutKeyCommand,
     /// A value given to a command other than `ms`.
     #[error("only ms carries a value")]
     ValueWithoutSet,
@@ -336,6 +339,17 @@ impl<'a> MetaRequest<'a> {
             return Err(MetaEncodeError::ValueWithoutSet);
         }
         if cmd == MetaCommand::Noop {
+            // `mn` takes nothing: memcached ignores what follows it, so a key or flag given
+            // here would be dropped silently (found by fuzz/, crashes-found/meta_request-mn-flag)
+            if let Some(f) = self.flags.first() {
+                return Err(MetaEncodeError::FlagNotAccepted {
+                    command: cmd.verb(),
+                    flag: f.letter() as char,
+                });
+            }
+            if !self.key.is_empty() {
+                return Err(MetaEncodeError::KeyWithoutKeyCommand);
+            }
             return Ok(());
         }
         if self.flags.contains(&MetaFlag::Base64) {
