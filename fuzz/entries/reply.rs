@@ -3,82 +3,12 @@
 //!
 //! Input layout: byte 0 picks `max_value` from `LIMITS`; the rest is the bytes "received".
 //!
-//! The allocation bound needs `PeakAlloc` as the crate's global allocator: every crate that
-//! includes this file declares `#[global_allocator] static ALLOC: PeakAlloc = PeakAlloc;`, and
-//! `run` panics if it was left out (so the bound can never pass by measuring nothing).
+//! The allocation bound needs `common.rs` at the including crate's root (`mod common`) with its
+//! `PeakAlloc` as the crate's global allocator; `run` panics if it was left out (so the bound
+//! can never pass by measuring nothing).
 
+use crate::common::{LIMITS, alloc_bound, ensure_counting, measure};
 use memshard::proto::{MAX_LINE, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::Once;
-
-/// Records, per thread, the largest single allocation (or reallocation) requested since the
-/// last `measure` began. Per thread so that other threads (libFuzzer's, the test harness's,
-/// other tests running in parallel) never count against the parse being measured.
-pub struct PeakAlloc;
-
-thread_local! {
-    // Const-initialised and without `Drop`: reading it never allocates, so the allocator may.
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    let _ = PEAK.try_with(|p| p.set(p.get().max(size)));
-}
-
-unsafe impl GlobalAlloc for PeakAlloc {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        note(new);
-        unsafe { System.realloc(p, l, new) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-/// Runs `f` and returns its result with the largest single allocation it made on this thread.
-fn measure<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    PEAK.with(|p| p.set(0));
-    let r = f();
-    (r, PEAK.with(Cell::get))
-}
-
-/// Panics unless `PeakAlloc` is the global allocator.
-fn assert_counting() {
-    let (v, peak) = measure(|| std::hint::black_box(Vec::<u8>::with_capacity(4096)));
-    drop(v);
-    assert!(
-        peak >= 4096,
-        "PeakAlloc is not the #[global_allocator]: the allocation bound would measure nothing"
-    );
-}
-
-/// `max_value` choices: tiny, memcached's default `-I` (1 MiB), and the "no limit" values a
-/// caller may pass to `Builder::max_value_size`.
-const LIMITS: [usize; 8] = [
-    0,
-    1,
-    5,
-    100,
-    1 << 20,
-    u32::MAX as usize,
-    usize::MAX - 1,
-    usize::MAX,
-];
-
-/// The most any parse may allocate at once for a `len`-byte input: a few times the bytes seen
-/// (lossy UTF-8 text, the header's field list), never the length a header announces.
-fn alloc_bound(len: usize) -> usize {
-    64 * len.min(MAX_LINE + 2) + 4096
-}
 
 fn check_reply(buf: &[u8]) {
     let (r, peak) = measure(|| parse_reply(buf));
@@ -170,8 +100,7 @@ fn check_retrieval(buf: &[u8], max_value: usize) {
 }
 
 pub fn run(input: &[u8]) {
-    static COUNTING: Once = Once::new();
-    COUNTING.call_once(assert_counting);
+    ensure_counting();
     let Some((&sel, buf)) = input.split_first() else {
         return;
     };

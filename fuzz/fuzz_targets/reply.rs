@@ -5,10 +5,12 @@
 //! in the main crate).
 #![no_main]
 
+#[path = "../entries/common.rs"]
+mod common;
 #[path = "../entries/reply.rs"]
 mod entry;
 
 #[global_allocator]
-static ALLOC: entry::PeakAlloc = entry::PeakAlloc;
+static ALLOC: common::PeakAlloc = common::PeakAlloc;
 
 libfuzzer_sys::fuzz_target!(|input: &[u8]| entry::run(input));
