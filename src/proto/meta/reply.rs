@@ -165,6 +165,10 @@ pub fn parse_meta(buf: &[u8], max_value: usize) -> Result<Parsed<MetaItem>, Pars
         let Some((&letter, rest)) = f.split_first() else {
             return Err(bad(l));
         };
+        // memcached's tokens are printable: a control byte means the line is not its reply
+        if rest.iter().any(|&b| b < b' ' || b == 0x7f) {
+            return Err(bad(l));
+        }
         let ok = match letter {
             b'c' => number(rest).map(|v| tokens.cas = Some(v)),
             b'f' => number(rest).map(|v| tokens.flags = Some(v)),
@@ -316,6 +320,8 @@ mod tests {
             b"VA 1 f1\r\nab\r\n",
             b"MN O1\r\n",
             b"H\r\n",
+            b"HD O\r1\r\n",
+            b"HD k\x00a\r\n",
         ] {
             assert!(
                 parse_meta(b, 100).is_err(),
