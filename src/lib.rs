@@ -110,6 +110,7 @@ pub use crate::blocking::{Client, Replicated};
 pub use crate::core::auth::Credentials;
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::core::expiry::Expiry;
+pub use crate::core::hotkeys::{HotKey, HotKeys};
 pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use crate::core::protocol::{Protocol, UnknownProtocol};
 pub use crate::core::settings::Builder;

@@ -80,6 +80,28 @@ impl NearCacheConfig {
         }
     }
 
+    /// Cache no key of its own accord: only those hot-key detection admits
+    /// ([`HotKeys::admit_to_near_cache`](crate::HotKeys::admit_to_near_cache)).
+    ///
+    /// ```
+    /// use memshard::HotKeys;
+    /// use memshard::near::NearCacheConfig;
+    /// use std::time::Duration;
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .near_cache(NearCacheConfig::hot_only(Duration::from_secs(1), 1000))
+    ///     .hot_keys(HotKeys::top(10).admit_to_near_cache(100))
+    ///     .build()?;
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    pub fn hot_only(ttl: Duration, max_entries: u64) -> Self {
+        NearCacheConfig {
+            matcher: KeyMatcher::Prefixes(Vec::new()),
+            ttl,
+            max_entries,
+        }
+    }
+
     /// Cache keys for which `f` is true.
     pub fn predicate(
         f: impl Fn(&[u8]) -> bool + Send + Sync + 'static,
@@ -109,6 +131,8 @@ pub struct NearCacheStats {
 pub(crate) struct NearCache {
     cache: moka::sync::Cache<Vec<u8>, Item>,
     matcher: KeyMatcher,
+    /// Drop every key written, marked or not (keys admitted as hot are not marked).
+    invalidate_all: bool,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -121,9 +145,16 @@ impl NearCache {
                 .time_to_live(cfg.ttl)
                 .build(),
             matcher: cfg.matcher,
+            invalidate_all: false,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
+    }
+
+    /// With `on`, writes drop any key from the cache, not only marked ones.
+    pub(crate) fn invalidate_all_keys(mut self, on: bool) -> NearCache {
+        self.invalidate_all = on;
+        self
     }
 
     pub(crate) fn wants(&self, key: &[u8]) -> bool {
@@ -147,7 +178,7 @@ impl NearCache {
     }
 
     pub(crate) fn invalidate(&self, key: &[u8]) {
-        if self.wants(key) {
+        if self.invalidate_all || self.wants(key) {
             self.cache.invalidate(key);
         }
     }

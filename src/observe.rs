@@ -12,6 +12,7 @@
 //! | `memshard_pool_wait_seconds` | histogram | `server` |
 //! | `memshard_ejections_total` | counter | `server` (a server marked down) |
 //! | `memshard_retries_total` | counter | `server` (probes of a down server) |
+//! | `memshard_hot_key_requests` | gauge | `key` (with [`HotKeys`](crate::HotKeys): the top keys' counts, every 4,096 counted reads and on each `hot_keys()`; 0 once a key leaves the top) |
 #![allow(unused_variables)]
 
 use crate::error::Error;
@@ -86,6 +87,15 @@ pub(crate) fn pool_wait(server: &str, waited: Duration) {
 pub(crate) fn ejected(server: &str) {
     #[cfg(feature = "metrics")]
     metrics::counter!("memshard_ejections_total", "server" => server.to_string()).increment(1);
+}
+
+/// The count of a hot `key` (0: no longer among the hottest).
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+#[inline]
+pub(crate) fn hot_key(key: &[u8], count: u64) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("memshard_hot_key_requests", "key" => String::from_utf8_lossy(key).into_owned())
+        .set(count as f64);
 }
 
 /// A down `server` was probed.

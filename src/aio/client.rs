@@ -298,6 +298,7 @@ impl Client {
     /// in the order of `keys`; a failing server gives errors for its keys only.
     #[must_use = "each key has its own result"]
     pub async fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        self.core.note_keys(keys);
         let (batch, mut out) = self.core.read_batch(keys);
         let wires = batch.group_keys();
         let runs = batch.groups.iter().zip(&wires).map(|(g, w)| async move {

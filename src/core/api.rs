@@ -48,6 +48,20 @@ macro_rules! membership_methods {
             self.core.plan_servers(servers, keys)
         }
 
+        /// The hottest keys read so far, hottest first, at most `k` of them (with
+        /// [`Builder::hot_keys`](crate::Builder::hot_keys); empty without it). Each count is
+        /// at least the true number of reads, at most [`HotKey::error`](crate::HotKey::error)
+        /// more.
+        pub fn hot_keys(&self) -> Vec<$crate::HotKey> {
+            self.core.hot_keys()
+        }
+
+        /// Forget the hot-key counts: what `hot_keys` reports from now on counts only later
+        /// reads (to report per period, or after the traffic changed).
+        pub fn reset_hot_keys(&self) {
+            self.core.reset_hot_keys()
+        }
+
         /// Near-cache counters, when the near cache is on.
         #[cfg(feature = "near-cache")]
         #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
@@ -280,6 +294,7 @@ macro_rules! command_methods {
         /// from the process while their cached copy is fresh.
         pub $($async)? fn get(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
             let key = key.as_ref();
+            self.core.note_key(key);
             if let Some(item) = self.core.near_lookup(key) {
                 return Ok(Some(item));
             }
@@ -292,6 +307,7 @@ macro_rules! command_methods {
 
         /// `gets`: the value with its CAS unique.
         pub $($async)? fn gets(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
+            self.core.note_key(key.as_ref());
             self.retrieve(key.as_ref(), true, None)$(.$await)?
         }
 
@@ -302,6 +318,7 @@ macro_rules! command_methods {
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
             let exptime = expiry.into().exptime_now();
+            self.core.note_key(key.as_ref());
             self.retrieve(key.as_ref(), false, Some(exptime))$(.$await)?
         }
 
@@ -312,6 +329,7 @@ macro_rules! command_methods {
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
             let exptime = expiry.into().exptime_now();
+            self.core.note_key(key.as_ref());
             self.retrieve(key.as_ref(), true, Some(exptime))$(.$await)?
         }
 

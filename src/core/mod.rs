@@ -12,6 +12,7 @@
 //! | `route` | one key to its member; many keys grouped per member |
 //! | `multi` | per-group requests, results back in input order |
 //! | `replica` | the copies of a replicated key |
+//! | `hotkeys` | the keys read most, counted in bounded memory (Space-Saving) |
 //! | `failover` | outcomes → health → ejection, rejoin, probing schedule |
 //! | `call` | one request's metrics and trace span; retry after a stale connection |
 //! | `exchange` | request bytes and reply interpretation of every command |
@@ -27,6 +28,7 @@ pub(crate) mod call;
 pub(crate) mod exchange;
 pub(crate) mod expiry;
 pub(crate) mod failover;
+pub(crate) mod hotkeys;
 pub(crate) mod keys;
 pub(crate) mod link;
 pub(crate) mod multi;
@@ -77,6 +79,8 @@ pub(crate) struct Core<P> {
     pub(crate) keys: KeyRules,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCache>,
+    /// Hot-key counters, when asked for.
+    hot: Option<hotkeys::Detector>,
     /// The down servers the prober watches.
     probes: Mutex<failover::Probes<P>>,
     make_pool: MakePool<P>,
@@ -98,7 +102,12 @@ impl<P> Core<P> {
             epoch: Instant::now(),
             keys,
             #[cfg(feature = "near-cache")]
-            near: settings.near.clone().map(NearCache::new),
+            near: settings.near.clone().map(|cfg| {
+                // keys admitted as hot are not marked: every write must drop them
+                let admitting = settings.hot.is_some_and(|h| h.admit.is_some());
+                NearCache::new(cfg).invalidate_all_keys(admitting)
+            }),
+            hot: settings.hot.map(hotkeys::Detector::new),
             probes: Mutex::new(failover::Probes::default()),
             settings,
             make_pool,
@@ -252,20 +261,59 @@ impl<P> Core<P> {
         let _ = keys;
     }
 
+    /// Count a read of `key` for hot-key detection (when it is on).
+    #[inline]
+    pub(crate) fn note_key(&self, key: &[u8]) {
+        if let Some(hot) = &self.hot {
+            hot.record(key);
+        }
+    }
+
+    /// Count a read of each of `keys` (a multi-get).
+    #[inline]
+    pub(crate) fn note_keys<K: AsRef<[u8]>>(&self, keys: &[K]) {
+        if let Some(hot) = &self.hot {
+            keys.iter().for_each(|k| hot.record(k.as_ref()));
+        }
+    }
+
+    /// The hottest keys, hottest first (empty when detection is off).
+    pub(crate) fn hot_keys(&self) -> Vec<hotkeys::HotKey> {
+        self.hot
+            .as_ref()
+            .map(hotkeys::Detector::report)
+            .unwrap_or_default()
+    }
+
+    /// Forget the hot-key counts.
+    pub(crate) fn reset_hot_keys(&self) {
+        if let Some(hot) = &self.hot {
+            hot.clear();
+        }
+    }
+
+    /// Whether `key` goes through the near cache: marked by its config, or admitted as hot.
+    #[cfg(feature = "near-cache")]
+    fn near_for(&self, key: &[u8]) -> Option<&NearCache> {
+        let near = self.near.as_ref()?;
+        let admitted = || self.hot.as_ref().is_some_and(|h| h.admits(key));
+        (near.wants(key) || admitted()).then_some(near)
+    }
+
     /// A fresh near-cache copy of `key`, if the near cache holds one.
     pub(crate) fn near_lookup(&self, key: &[u8]) -> Option<crate::Item> {
         #[cfg(feature = "near-cache")]
-        if let Some(near) = self.near.as_ref().filter(|n| n.wants(key)) {
+        if let Some(near) = self.near_for(key) {
             return near.lookup(key);
         }
         let _ = key;
         None
     }
 
-    /// Keep `item` (just read for `key`) in the near cache if the key is marked.
+    /// Keep `item` (just read for `key`) in the near cache if the key is marked or hot.
     pub(crate) fn near_keep(&self, key: &[u8], item: &crate::Item) {
         #[cfg(feature = "near-cache")]
-        if let Some(near) = self.near.as_ref().filter(|n| n.wants(key)) {
+        if let Some(near) = self.near_for(key) {
             near.store(key, item);
         }
         let _ = (key, item);

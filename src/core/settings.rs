@@ -40,6 +40,7 @@ pub(crate) struct Settings {
     pub(crate) stampede: crate::Stampede,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCacheConfig>,
+    pub(crate) hot: Option<super::hotkeys::HotKeys>,
     #[cfg(feature = "codecs")]
     pub(crate) transcoder: crate::value::Transcoder,
     /// A TLS configuration that could not be set up, reported by `build`.
@@ -69,6 +70,7 @@ impl Default for Settings {
             stampede: crate::Stampede::default(),
             #[cfg(feature = "near-cache")]
             near: None,
+            hot: None,
             #[cfg(feature = "codecs")]
             transcoder: crate::value::Transcoder::default(),
             #[cfg(feature = "tls")]
@@ -414,6 +416,24 @@ impl<C> Builder<C> {
     #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
     pub fn near_cache(mut self, config: NearCacheConfig) -> Self {
         self.settings.near = Some(config);
+        self
+    }
+
+    /// Count the keys read (`get`, `gets`, `gat`, `gats`, `get_multi`) in bounded memory and
+    /// report the hottest with `hot_keys()`; optionally cache them in the near cache
+    /// ([`HotKeys::admit_to_near_cache`](crate::HotKeys::admit_to_near_cache)). Default: off.
+    ///
+    /// ```
+    /// use memshard::HotKeys;
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .hot_keys(HotKeys::top(10).sample(4))
+    ///     .build()?;
+    /// assert!(client.hot_keys().is_empty());
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    pub fn hot_keys(mut self, config: crate::HotKeys) -> Self {
+        self.settings.hot = Some(config);
         self
     }
 }
