@@ -111,6 +111,13 @@ pub use crate::core::auth::Credentials;
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::core::expiry::Expiry;
 pub use crate::core::hotkeys::{HotKey, HotKeys};
+
+/// What the benchmarks time below the public API. Not part of the API: it may change or go
+/// in any release.
+#[doc(hidden)]
+pub mod __bench {
+    pub use crate::core::hotkeys::Detector as HotKeyCounter;
+}
 pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use crate::core::protocol::{Protocol, UnknownProtocol};
 pub use crate::core::settings::Builder;

@@ -90,6 +90,8 @@ macro_rules! parity_scenarios {
             hot::near_cache_serves_hits_locally_and_client_writes_invalidate_it,
             hot::near_cache_is_invalidated_by_replicated_writes,
             hot::replicas_sit_on_distinct_servers_and_survive_a_failure,
+            hot::hot_keys_reports_the_planted_keys_first_within_their_bounds,
+            hot::hot_keys_admitted_to_the_near_cache_are_served_locally,
             membership::a_server_file_watcher_follows_the_file,
             membership::a_dns_watcher_applies_the_addresses,
             commands::set_multi_noreply_stores_and_reports_server_errors,
@@ -98,6 +100,8 @@ macro_rules! parity_scenarios {
             bounded::noreply_sets_with_endless_fast_errors_stop_at_one_error_per_request,
             #[cfg(feature = "metrics")]
             observe::metrics_families_are_recorded,
+            #[cfg(feature = "metrics")]
+            observe::hot_key_gauges_follow_the_top,
         );
     };
 }

@@ -282,8 +282,10 @@ impl Summary {
     }
 }
 
-/// A client's hot-key counters: [`SHARDS`] summaries by key hash.
-pub(crate) struct Detector {
+/// A client's hot-key counters: [`SHARDS`] summaries by key hash. Public only for the
+/// benchmarks (`memshard::__bench`); not part of the API.
+#[doc(hidden)]
+pub struct Detector {
     cfg: HotKeys,
     hasher: RandomState,
     shards: Box<[Mutex<Summary>]>,
@@ -297,7 +299,7 @@ pub(crate) struct Detector {
 const PUBLISH_EVERY: u64 = 1 << 12;
 
 impl Detector {
-    pub(crate) fn new(cfg: HotKeys) -> Detector {
+    pub fn new(cfg: HotKeys) -> Detector {
         let per = cfg.per_shard();
         Detector {
             cfg,
@@ -317,7 +319,7 @@ impl Detector {
 
     /// Count one request for `key` (or, sampling, one in `sample` requests as `sample`).
     #[inline]
-    pub(crate) fn record(&self, key: &[u8]) {
+    pub fn record(&self, key: &[u8]) {
         if self.cfg.k == 0 {
             return;
         }
@@ -350,7 +352,7 @@ impl Detector {
     }
 
     /// The `k` hottest keys, hottest first (ties by key).
-    pub(crate) fn report(&self) -> Vec<HotKey> {
+    pub fn report(&self) -> Vec<HotKey> {
         let mut all = Vec::new();
         for shard in self.shards.iter() {
             let s = shard.lock().unwrap_or_else(|p| p.into_inner());
@@ -564,6 +566,42 @@ mod tests {
         let d = Detector::new(HotKeys::top(0));
         d.record(b"a");
         assert!(d.report().is_empty());
+    }
+
+    /// The gauges of the top keys; a key that leaves the top is set to 0 (one snapshot at
+    /// the end: the debugging recorder sets gauges to 0 when it reads them).
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn gauges_follow_the_top_and_zero_the_keys_that_leave_it() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            let d = Detector::new(HotKeys::top(2));
+            for (k, n) in [("a", 5), ("b", 3), ("c", 1)] {
+                (0..n).for_each(|_| d.record(k.as_bytes()));
+            }
+            d.report();
+            d.clear();
+            d.record(b"c");
+            d.report();
+        });
+        let mut gauges: Vec<(String, f64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(k, ..)| k.key().name() == "memshard_hot_key_requests")
+            .map(|(k, _, _, v)| {
+                let key = k.key().labels().next().unwrap().value().to_string();
+                let DebugValue::Gauge(v) = v else {
+                    panic!("{v:?}")
+                };
+                (key, v.into_inner())
+            })
+            .collect();
+        gauges.sort_by(|a, b| a.0.cmp(&b.0));
+        let want = [("a", 0.0), ("b", 0.0), ("c", 1.0)].map(|(k, v)| (k.to_string(), v));
+        assert_eq!(gauges, want);
     }
 
     impl HotKeys {

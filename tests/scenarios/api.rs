@@ -16,8 +16,8 @@ use memshard::near::{NearCacheConfig, NearCacheStats};
 use memshard::value::{Codec, FromValue, ToValue, Transcoder, Value};
 use memshard::watch::Watcher;
 use memshard::{
-    DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
-    StoreOutcome, TouchOutcome,
+    DeleteOutcome, FailurePolicy, Flavor, HashTag, HotKey, HotKeys, Item, KeyHash, Result, Ring,
+    Server, Stats, StoreOutcome, TouchOutcome,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,6 +53,7 @@ pub trait Settings: Sized {
 pub trait ParitySettings: Settings {
     fn peer_config(self, cfg: PeerConfig) -> Self;
     fn near_cache(self, cfg: NearCacheConfig) -> Self;
+    fn hot_keys(self, cfg: HotKeys) -> Self;
 }
 
 macro_rules! impl_settings {
@@ -129,6 +130,9 @@ macro_rules! impl_parity_settings {
             }
             fn near_cache(self, cfg: NearCacheConfig) -> Self {
                 <$builder>::near_cache(self, cfg)
+            }
+            fn hot_keys(self, cfg: HotKeys) -> Self {
+                <$builder>::hot_keys(self, cfg)
             }
         }
     };
@@ -278,6 +282,8 @@ pub trait ParityApi: Api<Builder: ParitySettings> {
         }
     }
     fn near_cache_stats(&self) -> Option<NearCacheStats>;
+    fn hot_keys(&self) -> Vec<HotKey>;
+    fn reset_hot_keys(&self);
     async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         &self,
         items: &[(K, V)],
@@ -512,6 +518,12 @@ macro_rules! impl_parity_api {
             fn near_cache_stats(&self) -> Option<NearCacheStats> {
                 <$client>::near_cache_stats(self)
             }
+            fn hot_keys(&self) -> Vec<HotKey> {
+                <$client>::hot_keys(self)
+            }
+            fn reset_hot_keys(&self) {
+                <$client>::reset_hot_keys(self)
+            }
             async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
                 &self,
                 items: &[(K, V)],
@@ -557,8 +569,8 @@ mod blocking_impl {
     use memshard::near::{NearCacheConfig, NearCacheStats};
     use memshard::watch::Watcher;
     use memshard::{
-        DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
-        StoreOutcome, TouchOutcome,
+        DeleteOutcome, FailurePolicy, Flavor, HashTag, HotKey, HotKeys, Item, KeyHash, Result,
+        Ring, Server, Stats, StoreOutcome, TouchOutcome,
     };
     use std::path::PathBuf;
     use std::sync::Arc;
@@ -591,8 +603,8 @@ mod async_impl {
     use memshard::near::{NearCacheConfig, NearCacheStats};
     use memshard::watch::Watcher;
     use memshard::{
-        DeleteOutcome, FailurePolicy, Flavor, HashTag, Item, KeyHash, Result, Ring, Server, Stats,
-        StoreOutcome, TouchOutcome,
+        DeleteOutcome, FailurePolicy, Flavor, HashTag, HotKey, HotKeys, Item, KeyHash, Result,
+        Ring, Server, Stats, StoreOutcome, TouchOutcome,
     };
     use std::path::PathBuf;
     use std::sync::Arc;

@@ -1,11 +1,11 @@
-//! Hot keys: the near cache and key replicas (parity list: the async client has neither yet).
+//! Hot keys: the near cache, key replicas and hot-key detection (parity list).
 
 use crate::api::{ParityApi, ParitySettings, Settings, build};
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{HOUR, value};
-use memshard::Expiry;
 use memshard::near::NearCacheConfig;
 use memshard::{DeleteOutcome, StoreOutcome};
+use memshard::{Expiry, HotKeys};
 use std::time::Duration;
 
 /// `get`s the servers of `c` have answered so far.
@@ -338,4 +338,141 @@ pub async fn replicas_sit_on_distinct_servers_and_survive_a_failure<C: ParityApi
                 .is_empty()
         );
     }
+}
+
+/// The `get_hits` the servers of `c` have answered so far.
+fn server_hits(c: &Cluster) -> u64 {
+    c.servers.iter().map(|s| s.stat("get_hits")).sum()
+}
+
+/// Hot-key detection on a skewed read load over two servers: three planted keys, one per
+/// kind of read (`get`, `get_multi`, `gets`/`gat`/`gats`), on both servers, among 3,000 keys
+/// read once each. The three are reported first, in order, each count within the bounds
+/// Space-Saving guarantees (`count - error <= reads <= count`), and the concurrent reads of
+/// `gets_at_once` are all counted. Nothing here depends on time.
+pub async fn hot_keys_reports_the_planted_keys_first_within_their_bounds<C: ParityApi>() {
+    let c = Cluster::on_free_ports(&[1, 1]);
+    let m = build::<C>(|b| {
+        b.server_list(&c.server_list())
+            .hot_keys(HotKeys::top(3).counters(1024))
+    });
+    let ring = m.ring();
+    // planted keys on both servers
+    let on = |server: usize, n: usize| {
+        let addr = &ring.servers()[server].addr;
+        (0..)
+            .map(|i| format!("hot:{i}"))
+            .filter(|k| &ring.server_for(k.as_bytes()).unwrap().addr == addr)
+            .take(n)
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (on(0, 2), on(1, 1));
+    let (got, multi, other) = (&a[0], &b[0], &a[1]);
+    for k in [got, multi, other] {
+        m.set(k, "v", Expiry::NEVER).await.unwrap();
+    }
+    assert!(m.hot_keys().is_empty(), "writes are not counted");
+    let (reads_get, reads_multi, reads_other) = (400u64, 300u64, 3 * 60 + 8 * 2);
+    let mut cold = (0..3000).map(|i| format!("cold:{i}"));
+    for i in 0..400 {
+        m.get(got).await.unwrap();
+        if i < 300 {
+            let keys = [multi.clone(), cold.next().unwrap(), cold.next().unwrap()];
+            let r = m.get_multi(&keys).await;
+            assert!(matches!(r[0], Ok(Some(_))), "{r:?}");
+        }
+        if i < 60 {
+            m.gets(other).await.unwrap();
+            m.gat(other, Expiry::NEVER).await.unwrap();
+            m.gats(other, Expiry::NEVER).await.unwrap();
+        }
+        m.get(cold.next().unwrap_or_else(|| format!("tail:{i}")))
+            .await
+            .unwrap();
+    }
+    let r = m.gets_at_once(other, 8, 2).await;
+    assert!(r.iter().all(|r| matches!(r, Ok(Some(_)))), "{r:?}");
+
+    let hot = m.hot_keys();
+    let keys: Vec<String> = hot
+        .iter()
+        .map(|h| String::from_utf8_lossy(&h.key).into_owned())
+        .collect();
+    assert_eq!(
+        keys,
+        [got, multi, other].map(String::clone),
+        "{}: {hot:?}",
+        C::NAME
+    );
+    for (h, reads) in hot.iter().zip([reads_get, reads_multi, reads_other]) {
+        assert!(
+            h.guaranteed() <= reads && reads <= h.count,
+            "{}: {reads} reads of {:?}, reported {h:?}",
+            C::NAME,
+            String::from_utf8_lossy(&h.key)
+        );
+    }
+    // the bound itself: no shard saw more than all 1,896 reads, each has 128 counters
+    assert!(hot.iter().all(|h| h.error <= 1896 / 128), "{hot:?}");
+
+    m.reset_hot_keys();
+    assert!(m.hot_keys().is_empty());
+    m.get(multi).await.unwrap();
+    assert_eq!(m.hot_keys()[0].count, 1);
+}
+
+/// With `admit_to_near_cache(5)`, a key the near cache's config does not mark is read from the
+/// server until it has certainly been read 5 times; from then on it is served from the
+/// process (near-cache hits grow, the servers' `get_hits` do not, a change behind the client's
+/// back is not seen), by `get_multi` too; a write through the client drops it. A key read
+/// fewer times is never cached.
+pub async fn hot_keys_admitted_to_the_near_cache_are_served_locally<C: ParityApi>() {
+    let c = Cluster::on_free_ports(&[1, 1]);
+    let m = build::<C>(|b| {
+        b.server_list(&c.server_list())
+            .near_cache(NearCacheConfig::prefixes(["marked:"], HOUR, 1000))
+            .hot_keys(HotKeys::top(4).admit_to_near_cache(5))
+    });
+    let owner = |k: &str| c.by_addr(&m.ring().server_for(k.as_bytes()).unwrap().addr);
+    m.set("hot:a", "v1", Expiry::NEVER).await.unwrap();
+    m.set("warm:b", "w", Expiry::NEVER).await.unwrap();
+    let h0 = server_hits(&c);
+    // reads 1 to 5 go to the server; the 5th admits the key and keeps what it read
+    for _ in 0..5 {
+        assert_eq!(value(&m.get("hot:a").await, "hot:a"), b"v1");
+    }
+    for _ in 0..4 {
+        assert_eq!(value(&m.get("warm:b").await, "warm:b"), b"w");
+    }
+    assert_eq!(server_hits(&c) - h0, 9, "{}", C::NAME);
+    let s0 = m.near_cache_stats().unwrap();
+    raw_set(owner("hot:a"), "hot:a", "behind");
+    for _ in 0..20 {
+        assert_eq!(value(&m.get("hot:a").await, "hot:a"), b"v1", "{}", C::NAME);
+    }
+    let r = m.get_multi(&["hot:a", "warm:b"]).await;
+    assert_eq!(value(&r[0], "hot:a"), b"v1");
+    assert_eq!(value(&r[1], "warm:b"), b"w");
+    let s1 = m.near_cache_stats().unwrap();
+    assert_eq!(s1.hits - s0.hits, 21, "{}: {s0:?} → {s1:?}", C::NAME);
+    assert_eq!(
+        server_hits(&c) - h0,
+        10,
+        "{}: only warm:b's multi-get read reached a server",
+        C::NAME
+    );
+    // warm:b has 5 reads now, the 5th (in the multi-get) admitted it
+    assert_eq!(value(&m.get("warm:b").await, "warm:b"), b"w");
+    assert_eq!(server_hits(&c) - h0, 10, "{}: warm:b admitted", C::NAME);
+
+    // a write through the client drops the admitted copy
+    m.set("hot:a", "v2", Expiry::NEVER).await.unwrap();
+    assert_eq!(value(&m.get("hot:a").await, "hot:a"), b"v2", "{}", C::NAME);
+    assert_eq!(value(&m.get("hot:a").await, "hot:a"), b"v2");
+    assert_eq!(server_hits(&c) - h0, 11, "{}: cached again", C::NAME);
+    assert_eq!(m.delete("hot:a").await.unwrap(), DeleteOutcome::Deleted);
+    assert_eq!(m.get("hot:a").await.unwrap(), None, "{}", C::NAME);
+    let hot = m.hot_keys();
+    assert_eq!(hot[0].key, b"hot:a");
+    assert_eq!(hot[0].count, 5 + 20 + 1 + 2 + 1, "{hot:?}");
 }

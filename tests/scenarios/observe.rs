@@ -6,7 +6,7 @@
 //! own servers (free ports: no other test has them).
 #![cfg(feature = "metrics")]
 
-use crate::api::{ParityApi, Settings, build};
+use crate::api::{ParityApi, ParitySettings, Settings, build};
 use crate::common::servers::Cluster;
 use crate::support::wait_for;
 use memshard::Expiry;
@@ -16,7 +16,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-/// `(name, labels sorted)` → counter total, or histogram sample count.
+/// `(name, labels sorted)` → counter total, histogram sample count, or a gauge's last value
+/// other than 0 (a snapshot sets every gauge to 0, so a 0 read may only be that).
 type Tally = HashMap<(String, Vec<(String, String)>), u64>;
 
 fn tally() -> std::sync::MutexGuard<'static, (Snapshotter, Tally)> {
@@ -36,14 +37,15 @@ fn tally() -> std::sync::MutexGuard<'static, (Snapshotter, Tally)> {
             .map(|l| (l.key().to_string(), l.value().to_string()))
             .collect();
         labels.sort();
-        let n = match value {
-            DebugValue::Counter(n) => n,
-            DebugValue::Histogram(samples) => samples.len() as u64,
-            DebugValue::Gauge(_) => 1,
-        };
-        *tally
+        let entry = tally
             .entry((key.key().name().to_string(), labels))
-            .or_default() += n;
+            .or_default();
+        match value {
+            DebugValue::Counter(n) => *entry += n,
+            DebugValue::Histogram(samples) => *entry += samples.len() as u64,
+            DebugValue::Gauge(v) if v.into_inner() != 0.0 => *entry = v.into_inner() as u64,
+            DebugValue::Gauge(_) => {}
+        }
     }
     guard
 }
@@ -164,4 +166,43 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
     })
     .await;
     stalled.signal("CONT");
+}
+
+/// The last value of the gauge `name` labelled `key`, if it was ever set.
+fn gauge(name: &str, key: &str) -> Option<u64> {
+    let guard = tally();
+    guard
+        .1
+        .iter()
+        .find(|((n, labels), _)| n == name && labels == &[("key".to_string(), key.to_string())])
+        .map(|(_, v)| *v)
+}
+
+/// `memshard_hot_key_requests{key}`: a gauge per key among the top `k`, set to its count, none
+/// for the others. (That keys leaving the top are set to 0 cannot be seen here, where every
+/// snapshot sets gauges to 0: src/core/hotkeys.rs tests it.)
+pub async fn hot_key_gauges_follow_the_top<C: ParityApi>() {
+    drop(tally());
+    let c = Cluster::on_free_ports(&[1]);
+    let m = build::<C>(|b| {
+        b.server_list(&c.server_list())
+            .hot_keys(memshard::HotKeys::top(2))
+    });
+    // keys of this test alone: the recorder is shared by the whole binary
+    let k = |name: &str| format!("gauge:{}:{name}", c.servers[0].addr());
+    for (name, reads) in [("a", 5), ("b", 3), ("c", 1)] {
+        for _ in 0..reads {
+            m.get(k(name)).await.unwrap();
+        }
+    }
+    let top = m.hot_keys();
+    assert_eq!(top.len(), 2, "{top:?}");
+    let name = "memshard_hot_key_requests";
+    assert_eq!(gauge(name, &k("a")), Some(5), "{}", C::NAME);
+    assert_eq!(gauge(name, &k("b")), Some(3));
+    assert_eq!(gauge(name, &k("c")), None, "not in the top 2");
+    m.reset_hot_keys();
+    m.get(k("c")).await.unwrap();
+    m.hot_keys();
+    assert_eq!(gauge(name, &k("c")), Some(1), "{}", C::NAME);
 }
