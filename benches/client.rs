@@ -245,5 +245,89 @@ fn pool_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, client_benches, pool_benches);
+/// Hot-key detection (`Builder::hot_keys`): the cost of counting one key, alone and from two
+/// threads at once, every read or one in 8; then a get on local memcached with detection off
+/// and on, for scale.
+fn hotkey_benches(c: &mut Criterion) {
+    use memshard::__bench::HotKeyCounter;
+    use memshard::HotKeys;
+    // 90% of reads on 10 keys, 10% on 100,000 others: the skew detection is for
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let keys: Vec<Vec<u8>> = (0..65_536)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            if rng % 10 < 9 {
+                format!("user:hot:{}", rng % 10).into_bytes()
+            } else {
+                format!("user:{}:profile", rng % 100_000).into_bytes()
+            }
+        })
+        .collect();
+    let mut g = c.benchmark_group("hotkeys");
+    g.warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for (name, cfg) in [
+        ("record_skewed", HotKeys::top(10)),
+        ("record_skewed_sample8", HotKeys::top(10).sample(8)),
+    ] {
+        let counter = HotKeyCounter::new(cfg);
+        let mut i = 0usize;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                counter.record(black_box(&keys[i & 0xffff]));
+                i = i.wrapping_add(1);
+            })
+        });
+    }
+    let counter = HotKeyCounter::new(HotKeys::top(10));
+    let mut i = 0usize;
+    g.bench_function("record_distinct", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            counter.record(black_box(format!("user:{i}:profile").as_bytes()))
+        })
+    });
+    // two threads recording at once (the machine's two cores): time per key
+    let counter = HotKeyCounter::new(HotKeys::top(10));
+    g.bench_function("record_skewed_2_threads", |b| {
+        b.iter_custom(|n| {
+            let start = std::time::Instant::now();
+            std::thread::scope(|s| {
+                for t in 0..2u64 {
+                    let (counter, keys) = (&counter, &keys);
+                    s.spawn(move || {
+                        for j in 0..n.div_ceil(2) {
+                            counter.record(black_box(&keys[((j * 2 + t) & 0xffff) as usize]));
+                        }
+                    });
+                }
+            });
+            start.elapsed()
+        })
+    });
+    drop(black_box(counter.report()));
+
+    let ports = free_ports(1);
+    let _servers = start(&ports);
+    let list = format!("127.0.0.1:{} 1", ports[0]);
+    for (name, hot) in [
+        ("get_detection_off", None),
+        ("get_detection_on", Some(HotKeys::top(10))),
+    ] {
+        let mut b = Client::builder().server_list(&list).expect("list");
+        if let Some(h) = hot {
+            b = b.hot_keys(h);
+        }
+        let client = b.build().expect("client");
+        client.set("user:hot:1", "v", Expiry::NEVER).expect("set");
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(client.get(black_box("user:hot:1")).expect("get")))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, client_benches, pool_benches, hotkey_benches);
 criterion_main!(benches);

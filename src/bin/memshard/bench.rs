@@ -21,6 +21,10 @@ pub struct Spec {
     /// separately, per home server (the server the full ring gives the key), so that a run
     /// that lived through faults shows it recovered in the same process.
     pub recover_window: Option<f64>,
+    /// Print this many of the hottest keys at the end (the client counts them).
+    pub hot_keys: usize,
+    /// Share of operations on the first 10 keys.
+    pub hot_share: f64,
 }
 
 /// What a run saw, for the exit status.
@@ -141,6 +145,7 @@ fn worker(
     let mut unknown: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut version = 0u64;
     let get_cut = (spec.get_ratio.clamp(0.0, 1.0) * u32::MAX as f64) as u64;
+    let hot_cut = (spec.hot_share.clamp(0.0, 1.0) * u32::MAX as f64) as u64;
     let ring = client.ring();
     let window_from = deadline
         .zip(spec.recover_window)
@@ -152,7 +157,8 @@ fn worker(
         if r.ops >= quota || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let mut k = own(rng.next() % spec.keys);
+        let hot = (rng.next() & 0xffff_ffff) < hot_cut;
+        let mut k = own(rng.next() % if hot { spec.keys.min(10) } else { spec.keys });
         if k >= spec.keys {
             k = t as u64 % spec.keys;
         }
@@ -320,6 +326,7 @@ pub fn run(client: &Client, spec: &Spec) -> Outcome {
         println!("values checked: {}", total.checked);
         println!("wrong values: {}", total.wrong);
     }
+    report_hot_keys(client, spec.hot_keys, total.gets);
     let window_errors = spec
         .recover_window
         .filter(|_| spec.seconds.is_some())
@@ -327,6 +334,28 @@ pub fn run(client: &Client, spec: &Spec) -> Outcome {
     Outcome {
         wrong: total.wrong,
         window_errors,
+    }
+}
+
+/// The `n` hottest keys read, with their share of the `gets`.
+fn report_hot_keys(client: &Client, n: usize, gets: u64) {
+    let hot = client.hot_keys();
+    if n == 0 || hot.is_empty() {
+        return;
+    }
+    println!("hot keys: the {} most read", hot.len());
+    // Space-Saving's counts are upper bounds; with no skew they are mostly error
+    if hot.iter().all(|h| h.guaranteed() * 2 < h.count) {
+        println!("  (no key stands out: the reads are spread evenly)");
+    }
+    for h in hot {
+        println!(
+            "  {} {} reads, at least {} ({:.2}% of gets)",
+            String::from_utf8_lossy(&h.key),
+            h.count,
+            h.guaranteed(),
+            100.0 * h.count as f64 / gets.max(1) as f64
+        );
     }
 }
 

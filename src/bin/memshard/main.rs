@@ -145,6 +145,15 @@ struct BenchArgs {
     /// Only time routing (ns per key), no network.
     #[arg(long)]
     route_only: bool,
+    /// Count the keys read (hot-key detection, Space-Saving) and print the N hottest at the
+    /// end (0: off).
+    #[arg(long, default_value_t = 10, value_name = "N",
+          value_parser = RangedU64ValueParser::<usize>::new().range(0..=10_000))]
+    hot_keys: usize,
+    /// Share of operations (0 to 1) on the first 10 keys, the rest spread over all --keys:
+    /// a skewed load whose hot keys the report should find.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    hot_share: f64,
 }
 
 /// Connection settings for the commands that talk to servers.
@@ -365,6 +374,16 @@ fn main() -> ExitCode {
 
 impl RingArgs {
     fn client(&self, net: &NetArgs, pool_size: u32) -> Result<Client, Failure> {
+        self.client_with(net, pool_size, |b| b)
+    }
+
+    /// `client`, with `more` settings (`memshard bench`'s hot-key detection).
+    fn client_with(
+        &self,
+        net: &NetArgs,
+        pool_size: u32,
+        more: impl FnOnce(memshard::Builder) -> memshard::Builder,
+    ) -> Result<Client, Failure> {
         let (ring, peer) = self.resolve()?;
         // a peer configuration brings its own timeout, failure settings and namespace
         let t = peer
@@ -398,7 +417,7 @@ impl RingArgs {
                 .prefix(prefix)
                 .hash_with_prefix(peer.as_ref().is_some_and(|p| p.hash_with_prefix));
         }
-        net.security.apply(b)?.build().map_err(usage)
+        net.security.apply(more(b))?.build().map_err(usage)
     }
 
     fn build(&self) -> Result<Ring, Failure> {
@@ -761,8 +780,17 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
     }
     // at most MAX_BENCH_THREADS (clap), so this fits
     let pool_size = u32::try_from(a.threads).map_err(|_| usage("--threads is too large"))?;
-    let client = a.ring.client(&a.net, pool_size)?;
+    // more counters than a library default: a tighter count for a few hundred KiB
+    let hot = (a.hot_keys > 0).then(|| {
+        memshard::HotKeys::top(a.hot_keys).counters(a.hot_keys.saturating_mul(16).max(4096))
+    });
+    let client = a.ring.client_with(&a.net, pool_size, |b| match hot {
+        Some(h) => b.hot_keys(h),
+        None => b,
+    })?;
     let spec = bench::Spec {
+        hot_keys: a.hot_keys,
+        hot_share: a.hot_share,
         threads: a.threads,
         ops: a.ops,
         seconds: a.seconds,
