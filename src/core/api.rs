@@ -585,6 +585,7 @@ macro_rules! stampede_methods {
             E: Into<Box<dyn std::error::Error + Send + Sync>>,
         {
             use $crate::core::exchange::{Lookup, MetaOne};
+            self.core.note_key(key);
             let exptime = expiry.exptime_now();
             let st = &self.core.settings.stampede;
             let r = self.core.route(key, true)?;

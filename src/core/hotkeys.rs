@@ -28,8 +28,8 @@ pub(crate) const MAX_COUNTERS: usize = 1 << 20;
 /// Hot-key detection settings, for [`Builder::hot_keys`](crate::Builder::hot_keys). Off unless
 /// given.
 ///
-/// The client counts the keys of `get`, `gets`, `gat`, `gats` and `get_multi` (each key of a
-/// multi-get once) in a fixed number of counters (Space-Saving), and
+/// The client counts the keys of `get`, `gets`, `gat`, `gats`, `get_multi` (each key of a
+/// multi-get once) and `get_or_compute` (once per call) in a fixed number of counters (Space-Saving), and
 /// [`Client::hot_keys`](crate::Client::hot_keys) reports the hottest. Recording one key costs
 /// a hash and a short-held lock, well under a microsecond; [`sample`](HotKeys::sample) cuts
 /// that further.

@@ -419,9 +419,10 @@ impl<C> Builder<C> {
         self
     }
 
-    /// Count the keys read (`get`, `gets`, `gat`, `gats`, `get_multi`) in bounded memory and
-    /// report the hottest with `hot_keys()`; optionally cache them in the near cache
-    /// ([`HotKeys::admit_to_near_cache`](crate::HotKeys::admit_to_near_cache)). Default: off.
+    /// Count the keys read (`get`, `gets`, `gat`, `gats`, `get_multi`, `get_or_compute`) in
+    /// bounded memory and report the hottest with `hot_keys()`; optionally cache them in the
+    /// near cache ([`HotKeys::admit_to_near_cache`](crate::HotKeys::admit_to_near_cache)).
+    /// Default: off.
     ///
     /// ```
     /// use memshard::HotKeys;
