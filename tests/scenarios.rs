@@ -12,6 +12,13 @@
 //! (the watcher's server file lives in `CARGO_TARGET_TMPDIR`, the DNS watcher resolves an IP
 //! literal).
 //!
+//! Two more runners run the core list over the meta protocol (issue 17: "with meta, every
+//! existing command and multi-key operation gives identical outcomes"): `blocking_meta` and
+//! `nonblocking_meta` run it on [`api::Meta`] of each client, whose builder starts with
+//! `.protocol(Protocol::Meta)`. The scenarios that fake server bytes fake meta replies for
+//! them (`Api::PROTOCOL`), and `commands::requests_use_the_protocol_asked_for` reads the wire
+//! to check that meta is what is sent.
+//!
 //! Two lists:
 //!
 //! - [`core_scenarios!`]: commands, failures, reliability, bounded reads, membership, typed
@@ -58,6 +65,7 @@ macro_rules! core_scenarios {
             commands::placement_follows_each_flavor,
             commands::server_wide_commands_answer_per_server,
             commands::settings_that_cannot_work_are_refused_at_build,
+            commands::requests_use_the_protocol_asked_for,
             failures::a_killed_server_is_ejected_and_rejoins_when_revived,
             failures::a_down_server_fails_fast_without_a_connection_attempt,
             failures::a_refused_server_fails_at_once_and_the_healthy_keys_come_back,
@@ -133,6 +141,21 @@ core_scenarios!(runners!(
 core_scenarios!(runners!(
     nonblocking,
     memshard::aio::Client,
+    crate::support::run_async
+));
+
+// The same list over meta. `version`, `stats`, `flush_all` and `verbosity` stay text (no meta
+// form), so the server-wide and bounded `stats` scenarios check that they still work beside
+// meta; the others fake meta replies where they fake bytes.
+core_scenarios!(runners!(
+    blocking_meta,
+    crate::api::Meta<memshard::Client>,
+    crate::support::run_blocking
+));
+#[cfg(feature = "async")]
+core_scenarios!(runners!(
+    nonblocking_meta,
+    crate::api::Meta<memshard::aio::Client>,
     crate::support::run_async
 ));
 

@@ -46,6 +46,11 @@ pub struct State {
     /// The newest connection's client side (for bytes pushed unasked) and the client's address.
     latest_client: Mutex<Option<(TcpStream, SocketAddr)>>,
     stop: AtomicBool,
+    /// Whether forwarded bytes are kept in `recorded` (off unless asked: the fault tests pass
+    /// millions of requests through the proxy).
+    record: AtomicBool,
+    /// Forwarded bytes while recording: `(to_server, bytes)` per chunk, as forwarded.
+    recorded: Mutex<Vec<(bool, Vec<u8>)>>,
 }
 
 impl State {
@@ -92,6 +97,23 @@ impl State {
             );
             thread::sleep(Duration::from_millis(1));
         }
+    }
+    /// Keep every forwarded chunk from now on (dropping what was kept so far).
+    pub fn start_recording(&self) {
+        self.recorded.lock().unwrap().clear();
+        self.record.store(true, Ordering::SeqCst);
+    }
+    /// What was forwarded since [`State::start_recording`], joined per direction:
+    /// `(requests, replies)`. Recording goes on.
+    pub fn recorded(&self) -> (Vec<u8>, Vec<u8>) {
+        let kept = self.recorded.lock().unwrap();
+        let join = |to_server: bool| -> Vec<u8> {
+            kept.iter()
+                .filter(|(t, _)| *t == to_server)
+                .flat_map(|(_, b)| b.iter().copied())
+                .collect()
+        };
+        (join(true), join(false))
     }
     /// Bytes waiting unread in the newest connection's client socket (its receive queue in
     /// /proc/net/tcp).
@@ -152,6 +174,8 @@ impl FaultProxy {
             inject: Mutex::new(Vec::new()),
             latest_client: Mutex::new(None),
             stop: AtomicBool::new(false),
+            record: AtomicBool::new(false),
+            recorded: Mutex::new(Vec::new()),
         });
         let st = state.clone();
         thread::spawn(move || {
@@ -272,6 +296,9 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool,
             }
         } else if st.mode() == Mode::Delay {
             thread::sleep(Duration::from_millis(st.delay_ms.load(Ordering::SeqCst)));
+        }
+        if st.record.load(Ordering::SeqCst) {
+            st.recorded.lock().unwrap().push((to_server, data.to_vec()));
         }
         if to.write_all(data).is_err() {
             close(&from, &to);

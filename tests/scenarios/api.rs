@@ -6,6 +6,10 @@
 //!
 //! The operations the async client once lacked (issue 14) are in [`ParityApi`] and
 //! [`ParitySettings`], implemented for both clients.
+//!
+//! [`Meta`] wraps either client to run the same scenarios over the meta protocol (issue 17):
+//! its builder starts with `.protocol(Protocol::Meta)`, so every client a scenario builds
+//! speaks meta, and nothing is shared between tests running in parallel.
 #![allow(async_fn_in_trait, dead_code)]
 // A client method missing (or renamed) would make `<Client>::method(self)` call the trait method
 // being defined: an error, not a stack overflow at run time.
@@ -16,8 +20,8 @@ use memshard::near::{NearCacheConfig, NearCacheStats};
 use memshard::value::{Codec, FromValue, ToValue, Transcoder, Value};
 use memshard::watch::Watcher;
 use memshard::{
-    DeleteOutcome, FailurePolicy, Flavor, HashTag, HotKey, HotKeys, Item, KeyHash, Result, Ring,
-    Server, Stats, StoreOutcome, TouchOutcome,
+    DeleteOutcome, FailurePolicy, Flavor, HashTag, HotKey, HotKeys, Item, KeyHash, Protocol,
+    Result, Ring, Server, Stats, StoreOutcome, TouchOutcome,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +51,7 @@ pub trait Settings: Sized {
     fn failure_policy(self, policy: FailurePolicy) -> Self;
     fn rejoin_limit(self, keys: usize) -> Self;
     fn codec(self, codec: Transcoder) -> Self;
+    fn protocol(self, protocol: Protocol) -> Self;
 }
 
 /// Builder settings the async builder lacks today (issue 14).
@@ -118,6 +123,9 @@ macro_rules! impl_settings {
             fn codec(self, codec: memshard::value::Transcoder) -> Self {
                 <$builder>::codec(self, codec)
             }
+            fn protocol(self, protocol: memshard::Protocol) -> Self {
+                <$builder>::protocol(self, protocol)
+            }
         }
     };
 }
@@ -140,8 +148,11 @@ macro_rules! impl_parity_settings {
 
 /// Every operation of a client, with the blocking client's names, arguments and results.
 pub trait Api: Sized + Clone + Send + Sync + 'static {
-    /// `blocking` or `async`, for messages.
+    /// `blocking` or `async` (`blocking+meta`, `async+meta` for [`Meta`]), for messages.
     const NAME: &'static str;
+    /// The protocol every client built by [`build`] speaks: what a scenario that injects
+    /// bytes must fake.
+    const PROTOCOL: Protocol = Protocol::Text;
     type Builder: Settings<Client = Self>;
     fn builder() -> Self::Builder;
 
@@ -651,4 +662,271 @@ pub fn build<C: Api>(settings: impl FnOnce(C::Builder) -> C::Builder) -> C {
 /// Builds with `settings`, keeping the error.
 pub fn try_build<C: Api>(settings: impl FnOnce(C::Builder) -> C::Builder) -> Result<C> {
     settings(C::builder()).build()
+}
+
+/// `text` or `meta` by [`Api::PROTOCOL`]: the bytes a scenario fakes for the protocol the
+/// client speaks.
+pub fn by_protocol<C: Api, T>(text: T, meta: T) -> T {
+    match C::PROTOCOL {
+        Protocol::Text => text,
+        Protocol::Meta => meta,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the same client over the meta protocol
+// ---------------------------------------------------------------------------------------
+
+/// A client of type `C` whose builder starts with `.protocol(Protocol::Meta)`: a scenario run
+/// on `Meta<C>` builds every client with meta commands and is otherwise unchanged. Per type,
+/// not per thread or process, so parallel tests and the async client's worker threads cannot
+/// see another test's protocol.
+#[derive(Clone)]
+pub struct Meta<C>(pub C);
+
+/// [`Meta`]'s builder: the client's own, started with meta.
+pub struct MetaBuilder<B>(B);
+
+/// The name of a client in messages when it speaks meta (a const cannot be concatenated from
+/// a generic one).
+pub trait MetaName {
+    const META_NAME: &'static str;
+}
+
+impl MetaName for memshard::Client {
+    const META_NAME: &'static str = "blocking+meta";
+}
+
+#[cfg(feature = "async")]
+impl MetaName for memshard::aio::Client {
+    const META_NAME: &'static str = "async+meta";
+}
+
+impl<B: Settings> Settings for MetaBuilder<B> {
+    type Client = Meta<B::Client>;
+    fn build(self) -> Result<Meta<B::Client>> {
+        self.0.build().map(Meta)
+    }
+    fn servers(self, servers: Vec<Server>) -> Self {
+        MetaBuilder(self.0.servers(servers))
+    }
+    fn server_list(self, text: &str) -> Self {
+        MetaBuilder(self.0.server_list(text))
+    }
+    fn flavor(self, flavor: Flavor) -> Self {
+        MetaBuilder(self.0.flavor(flavor))
+    }
+    fn hash(self, hash: KeyHash) -> Self {
+        MetaBuilder(self.0.hash(hash))
+    }
+    fn hash_tag(self, tag: HashTag) -> Self {
+        MetaBuilder(self.0.hash_tag(tag))
+    }
+    fn pool_size(self, n: u32) -> Self {
+        MetaBuilder(self.0.pool_size(n))
+    }
+    fn min_idle(self, n: u32) -> Self {
+        MetaBuilder(self.0.min_idle(n))
+    }
+    fn checkout_timeout(self, d: Duration) -> Self {
+        MetaBuilder(self.0.checkout_timeout(d))
+    }
+    fn ping_on_checkout(self, on: bool) -> Self {
+        MetaBuilder(self.0.ping_on_checkout(on))
+    }
+    fn connect_timeout(self, d: Duration) -> Self {
+        MetaBuilder(self.0.connect_timeout(d))
+    }
+    fn read_timeout(self, d: Duration) -> Self {
+        MetaBuilder(self.0.read_timeout(d))
+    }
+    fn write_timeout(self, d: Duration) -> Self {
+        MetaBuilder(self.0.write_timeout(d))
+    }
+    fn max_value_size(self, bytes: usize) -> Self {
+        MetaBuilder(self.0.max_value_size(bytes))
+    }
+    fn prefix(self, prefix: &str) -> Self {
+        MetaBuilder(self.0.prefix(prefix))
+    }
+    fn hash_with_prefix(self, on: bool) -> Self {
+        MetaBuilder(self.0.hash_with_prefix(on))
+    }
+    fn failure_policy(self, policy: FailurePolicy) -> Self {
+        MetaBuilder(self.0.failure_policy(policy))
+    }
+    fn rejoin_limit(self, keys: usize) -> Self {
+        MetaBuilder(self.0.rejoin_limit(keys))
+    }
+    fn codec(self, codec: Transcoder) -> Self {
+        MetaBuilder(self.0.codec(codec))
+    }
+    fn protocol(self, protocol: Protocol) -> Self {
+        MetaBuilder(self.0.protocol(protocol))
+    }
+}
+
+impl<C: Api + MetaName> Api for Meta<C> {
+    const NAME: &'static str = C::META_NAME;
+    const PROTOCOL: Protocol = Protocol::Meta;
+    type Builder = MetaBuilder<C::Builder>;
+    fn builder() -> MetaBuilder<C::Builder> {
+        MetaBuilder(C::builder().protocol(Protocol::Meta))
+    }
+
+    async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+        self.0.get(key).await
+    }
+    async fn gets(&self, key: impl AsRef<[u8]>) -> Result<Option<Item>> {
+        self.0.gets(key).await
+    }
+    async fn gat(
+        &self,
+        key: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<Option<Item>> {
+        self.0.gat(key, expiry).await
+    }
+    async fn gats(
+        &self,
+        key: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<Option<Item>> {
+        self.0.gats(key, expiry).await
+    }
+    async fn set_raw(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.0.set_raw(key, value, flags, expiry).await
+    }
+    async fn add_raw(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.0.add_raw(key, value, flags, expiry).await
+    }
+    async fn replace_raw(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.0.replace_raw(key, value, flags, expiry).await
+    }
+    async fn append(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<StoreOutcome> {
+        self.0.append(key, value).await
+    }
+    async fn prepend(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<StoreOutcome> {
+        self.0.prepend(key, value).await
+    }
+    async fn cas_raw(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+        cas: u64,
+    ) -> Result<StoreOutcome> {
+        self.0.cas_raw(key, value, flags, expiry, cas).await
+    }
+    async fn delete(&self, key: impl AsRef<[u8]>) -> Result<DeleteOutcome> {
+        self.0.delete(key).await
+    }
+    async fn get_value(&self, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        self.0.get_value(key).await
+    }
+    async fn get_value_with(&self, codec: Codec, key: impl AsRef<[u8]>) -> Result<Option<Value>> {
+        self.0.get_value_with(codec, key).await
+    }
+    async fn get_as<T: FromValue>(&self, key: impl AsRef<[u8]>) -> Result<Option<T>> {
+        self.0.get_as(key).await
+    }
+    async fn set_value<T: ToValue + Sync + ?Sized>(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: &T,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.0.set_value(key, value, expiry).await
+    }
+    async fn set_value_with<T: ToValue + Sync + ?Sized>(
+        &self,
+        codec: Codec,
+        key: impl AsRef<[u8]>,
+        value: &T,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<StoreOutcome> {
+        self.0.set_value_with(codec, key, value, expiry).await
+    }
+    async fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+        self.0.incr(key, delta).await
+    }
+    async fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> Result<Option<u64>> {
+        self.0.decr(key, delta).await
+    }
+    async fn touch(
+        &self,
+        key: impl AsRef<[u8]>,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Result<TouchOutcome> {
+        self.0.touch(key, expiry).await
+    }
+    async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        self.0.get_multi(keys).await
+    }
+    async fn set_multi<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Vec<Result<StoreOutcome>> {
+        self.0.set_multi(items, flags, expiry).await
+    }
+    async fn delete_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<DeleteOutcome>> {
+        self.0.delete_multi(keys).await
+    }
+    async fn version(&self) -> Vec<(Server, Result<String>)> {
+        self.0.version().await
+    }
+    async fn flush_all(&self, delay: Option<u32>) -> Vec<(Server, Result<()>)> {
+        self.0.flush_all(delay).await
+    }
+    async fn verbosity(&self, level: u32) -> Vec<(Server, Result<()>)> {
+        self.0.verbosity(level).await
+    }
+    async fn stats(&self, group: Option<&str>) -> Vec<(Server, Result<Stats>)> {
+        self.0.stats(group).await
+    }
+    fn set_servers(&self, servers: Vec<Server>) -> Result<()> {
+        self.0.set_servers(servers)
+    }
+    fn down_servers(&self) -> Vec<Server> {
+        self.0.down_servers()
+    }
+    fn ring(&self) -> Arc<Ring> {
+        self.0.ring()
+    }
+    fn current_ring(&self) -> Arc<Ring> {
+        self.0.current_ring()
+    }
+    async fn gets_at_once(
+        &self,
+        key: &str,
+        tasks: usize,
+        each: usize,
+    ) -> Vec<Result<Option<Item>>> {
+        self.0.gets_at_once(key, tasks, each).await
+    }
 }

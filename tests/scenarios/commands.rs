@@ -534,6 +534,95 @@ pub async fn prefix_is_sent_and_hashed_only_when_asked<C: Api>() {
     assert!(moved > 0, "hash_with_prefix moved no key");
 }
 
+/// Every key command and multi-key operation is sent in the protocol the client was built with
+/// (read off the wire by a recording proxy): text verbs only for text; `mg`, `ms`, `md`, `ma`,
+/// `mn` only for meta. `version` is allowed for both (a health probe on a new connection). This
+/// is what makes the meta runners prove anything: without it, a meta setting that had no effect
+/// would pass every other scenario over text.
+pub async fn requests_use_the_protocol_asked_for<C: Api>() {
+    let s = Memcached::start(LO, 0, "");
+    let p = FaultProxy::start(s.sock());
+    let m = build::<C>(|b| b.server_list(&format!("{} 1", p.addr_string())));
+    p.state.start_recording();
+    let k = "wire:k";
+    let n = "wire:n";
+    m.set(k, "v", Expiry::NEVER).await.unwrap();
+    m.set(n, "5", Expiry::NEVER).await.unwrap();
+    m.get(k).await.unwrap();
+    m.get("wire:missing").await.unwrap();
+    let cas = m.gets(k).await.unwrap().and_then(|i| i.cas).unwrap_or(1);
+    m.gat(k, Duration::from_secs(100)).await.unwrap();
+    m.gats(k, Duration::from_secs(100)).await.unwrap();
+    m.add(k, "x", Expiry::NEVER).await.unwrap();
+    m.replace(k, "v", Expiry::NEVER).await.unwrap();
+    m.append(k, "+").await.unwrap();
+    m.prepend(k, "+").await.unwrap();
+    m.cas(k, "c", Expiry::NEVER, cas).await.unwrap();
+    m.incr(n, 1).await.unwrap();
+    m.decr(n, 1).await.unwrap();
+    m.touch(k, Duration::from_secs(100)).await.unwrap();
+    m.delete(k).await.unwrap();
+    let keys = ["wire:a", "wire:b", "wire:c"];
+    let items: Vec<(&str, &str)> = keys.iter().map(|k| (*k, "m")).collect();
+    assert!(
+        m.set_multi(&items, 0, Expiry::NEVER)
+            .await
+            .iter()
+            .all(|r| r.is_ok())
+    );
+    assert!(m.get_multi(&keys).await.iter().all(|r| r.is_ok()));
+    assert!(m.delete_multi(&keys).await.iter().all(|r| r.is_ok()));
+    let (requests, replies) = p.state.recorded();
+    let verbs = request_verbs(&requests);
+    let allowed: &[&str] = match C::PROTOCOL {
+        memshard::Protocol::Text => &[
+            "get", "gets", "gat", "gats", "set", "add", "replace", "append", "prepend", "cas",
+            "delete", "incr", "decr", "touch", "version",
+        ],
+        memshard::Protocol::Meta => &["mg", "ms", "md", "ma", "mn", "version"],
+    };
+    let foreign: Vec<&String> = verbs
+        .iter()
+        .filter(|v| !allowed.contains(&v.as_str()))
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "{}: {:?} sent {foreign:?}\nrequests: {}\nreplies: {}",
+        C::NAME,
+        C::PROTOCOL,
+        String::from_utf8_lossy(&requests).escape_debug(),
+        String::from_utf8_lossy(&replies).escape_debug(),
+    );
+    let distinct: HashSet<&String> = verbs.iter().collect();
+    println!("{}: {} requests, verbs {distinct:?}", C::NAME, verbs.len());
+}
+
+/// The first word of every request line in `wire`, skipping the data blocks of storage
+/// commands (text: the 5th token is the length; meta `ms`: the 3rd).
+fn request_verbs(wire: &[u8]) -> Vec<String> {
+    let mut verbs = Vec::new();
+    let mut rest = wire;
+    while let Some(end) = rest.windows(2).position(|w| w == b"\r\n") {
+        let line = String::from_utf8_lossy(&rest[..end]).into_owned();
+        rest = &rest[end + 2..];
+        let tokens: Vec<&str> = line.split(' ').collect();
+        let data = match tokens[0] {
+            "set" | "add" | "replace" | "append" | "prepend" | "cas" => tokens.get(4),
+            "ms" => tokens.get(2),
+            _ => None,
+        };
+        if let Some(len) = data {
+            let len: usize = len
+                .parse()
+                .unwrap_or_else(|_| panic!("data length in {line:?}"));
+            rest = &rest[(len + 2).min(rest.len())..];
+        }
+        verbs.push(tokens[0].to_string());
+    }
+    assert!(rest.is_empty(), "an unended request: {rest:?}");
+    verbs
+}
+
 /// For the twemproxy, spymemcached and dalli flavours the client's ring gives the peers'
 /// committed answers (compat-vectors, made by running nutcracker, spymemcached and dalli), and
 /// its requests go where that ring says.

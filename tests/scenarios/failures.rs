@@ -1,7 +1,7 @@
 //! Servers that die, refuse, stall or never answer: the failure policy (failure limit, fail
 //! fast, auto-eject, rejoin), refused connections, and timeouts.
 
-use crate::api::{Api, Settings, build};
+use crate::api::{Api, Settings, build, by_protocol};
 use crate::common::proxy::{FaultProxy, Mode};
 use crate::common::servers::{Cluster, Memcached};
 use crate::support::{HOUR, LO, Silent, assert_placed, refs, same, value, wait_for};
@@ -371,8 +371,10 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
 
     // a malformed reply is a Protocol error and drops the connection
     let before = p.state.connections.load(Ordering::SeqCst);
-    p.state
-        .corrupt_next(b"VALUE other 0 11\r\nother-value\r\nEND\r\n");
+    p.state.corrupt_next(by_protocol::<C, &[u8]>(
+        b"VALUE other 0 11\r\nother-value\r\nEND\r\n",
+        b"VA 11 f0 kother Ostray\r\nother-value\r\n",
+    ));
     let r = m.get("k").await;
     assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
     assert_eq!(m.get("k").await.unwrap().unwrap().value, b"v");

@@ -3,7 +3,7 @@
 //! it is sent again only when repeating it is harmless; bytes nobody asked for are never taken
 //! as a reply, and a reply that cannot belong to its request is a protocol error.
 
-use crate::api::{Api, Settings, build};
+use crate::api::{Api, Settings, build, by_protocol};
 use crate::common::proxy::{FaultProxy, Mode};
 use crate::common::servers::Memcached;
 use crate::support::{HOUR, LO, kind, wait_for};
@@ -339,19 +339,30 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
 }
 
 /// Bytes pushed to a pooled connection between replies (`END`, `STORED`, a complete `VALUE`
-/// block of the key with another value, a block of another key) are found before the next
+/// block of the key with another value, a block of another key; meta: their `EN`, `HD`, `VA`
+/// equivalents) are found before the next
 /// request is written: whichever request comes next (get, add, get_multi, set) gets its own
 /// right answer on a new connection, and nothing counts against the server.
 pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
     let (m, p, c) = proxied::<C>(1);
     let key = "stray";
     c.set(key, "right", Expiry::NEVER).await.unwrap();
-    let strays: [&[u8]; 4] = [
-        b"END\r\n",
-        b"STORED\r\n",
-        b"VALUE stray 0 5\r\nwrong\r\nEND\r\n",
-        b"VALUE other 0 1\r\nx\r\nEND\r\nSTORED\r\n",
-    ];
+    let strays: [&[u8]; 4] = by_protocol::<C, _>(
+        [
+            b"END\r\n",
+            b"STORED\r\n",
+            b"VALUE stray 0 5\r\nwrong\r\nEND\r\n",
+            b"VALUE other 0 1\r\nx\r\nEND\r\nSTORED\r\n",
+        ],
+        // a miss, a stored, a hit of the key with another value (with an opaque a client may
+        // use next), a hit of another key then a stored and the end of a quiet pipeline
+        [
+            b"EN\r\n",
+            b"HD\r\n",
+            b"VA 5 f0 kstray O1\r\nwrong\r\n",
+            b"VA 1 f0 kother\r\nx\r\nHD\r\nMN\r\n",
+        ],
+    );
     for stray in strays {
         for next in ["get", "add", "get_multi", "set"] {
             let what = format!("{:?} then {next}", String::from_utf8_lossy(stray));
@@ -397,11 +408,14 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
 pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
     let (_server, p, c) = proxied::<C>(0);
     c.set("k", "right", Expiry::NEVER).await.unwrap();
-    let strays: [&[u8]; 3] = [
-        b"END\r\n",
-        b"STORED\r\n",
-        b"VALUE k 0 5\r\nwrong\r\nEND\r\n",
-    ];
+    let strays: [&[u8]; 3] = by_protocol::<C, _>(
+        [
+            b"END\r\n",
+            b"STORED\r\n",
+            b"VALUE k 0 5\r\nwrong\r\nEND\r\n",
+        ],
+        [b"EN\r\n", b"HD\r\n", b"VA 5 f0 kk\r\nwrong\r\n"],
+    );
     for stray in strays {
         for op in ["get", "add"] {
             p.state.append_next(stray);
@@ -427,17 +441,22 @@ pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
 }
 
 /// A reply that cannot belong to the request — `STORED` or `DELETED` to a get, a `VALUE` for a
-/// key not asked for, `END` to a set — is a protocol error; the connection is dropped and the
+/// key not asked for, `END` to a set (meta: `NS` or `NF` to an `mg`, a `VA` of another key and
+/// opaque, `EN` to an `ms`) — is a protocol error; the connection is dropped and the
 /// next request is answered right on a new one.
 pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Api>() {
     let (m, p, c) = proxied::<C>(0);
     let key = "foreign";
     c.set(key, "right", Expiry::NEVER).await.unwrap();
-    let wrong: [&[u8]; 3] = [
-        b"STORED\r\n",
-        b"VALUE not-asked 0 1\r\nx\r\nEND\r\n",
-        b"DELETED\r\n",
-    ];
+    let wrong: [&[u8]; 3] = by_protocol::<C, _>(
+        [
+            b"STORED\r\n",
+            b"VALUE not-asked 0 1\r\nx\r\nEND\r\n",
+            b"DELETED\r\n",
+        ],
+        // an `ms` refusal, a hit of a key not asked with an opaque never sent, an `md` miss
+        [b"NS\r\n", b"VA 1 f0 knot-asked Ostray\r\nx\r\n", b"NF\r\n"],
+    );
     for reply in wrong {
         let what = String::from_utf8_lossy(reply).into_owned();
         let conns = p.state.connections.load(Ordering::SeqCst);
@@ -455,11 +474,14 @@ pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Ap
             "{what:?}: the connection was dropped"
         );
     }
-    p.state.corrupt_next(b"END\r\n");
+    // a miss reply to a set
+    p.state
+        .corrupt_next(by_protocol::<C, &[u8]>(b"END\r\n", b"EN\r\n"));
     let r = c.set(key, "x", Expiry::NEVER).await;
     assert!(
         matches!(r, Err(Error::Protocol { .. })),
-        "END to a set: {r:?}"
+        "{}: a miss reply to a set: {r:?}",
+        C::NAME
     );
     // the set itself reached the server; only its reply was replaced
     assert_eq!(c.get(key).await.unwrap().unwrap().value, b"x");
