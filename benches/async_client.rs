@@ -9,6 +9,8 @@
 //! The peers are single-connection, single-server clients (no sharding), so they are compared
 //! on one server; memshard's figures over four servers are next to the blocking client's.
 //! Throughput rows give every contender the same number of connections (8) to the server.
+//! The last rows compare the async client over the meta protocol with itself over text
+//! (get, set, get_multi of 100 keys over 4 servers): the ratio column is meta / text.
 
 use async_memcached::AsciiProtocol;
 use memshard::Expiry;
@@ -582,6 +584,73 @@ fn main() {
                         (per_thread * threads) as f64 / t0.elapsed().as_secs_f64()
                     },
                 ];
+                if rep > 0 {
+                    for (j, x) in s.into_iter().enumerate() {
+                        row.samples[j].push(x);
+                    }
+                }
+            }
+            row.print();
+        }
+
+        // 5. meta against text (issue 17): the async client over 4 servers, the same calls,
+        //    the two protocols interleaved; the ratio column is meta / text
+        let a4_meta = aio::Client::builder()
+            .server_list(&four)
+            .unwrap()
+            .pool_size(8)
+            .protocol(memshard::Protocol::Meta)
+            .build()
+            .unwrap();
+        assert_eq!(a4_meta.get("user:1").await.unwrap().unwrap().value, value);
+        let protocols = [&a4, &a4_meta];
+        let labels = vec!["aio text", "aio meta"];
+        for what in ["get", "set", "get_multi 100 keys"] {
+            let mut row = Row {
+                name: format!("meta vs text: {what}, 4 servers (µs/op)"),
+                unit: "µs",
+                samples: vec![Vec::new(); 2],
+                labels: labels.clone(),
+            };
+            let calls = if what.starts_with("get_multi") {
+                n / 10
+            } else {
+                n
+            };
+            for rep in 0..=REPS {
+                let mut s = [0.0; 2];
+                for (j, c) in protocols.iter().enumerate() {
+                    s[j] = match what {
+                        "get" => {
+                            per_call(calls, |i| {
+                                let k = &keys[i % 1000];
+                                async move {
+                                    c.get(k).await.unwrap().unwrap();
+                                }
+                            })
+                            .await
+                        }
+                        "set" => {
+                            per_call(calls, |i| {
+                                let (k, v) = (&keys[i % 1000], &value);
+                                async move {
+                                    c.set(k, v, Expiry::NEVER).await.unwrap();
+                                }
+                            })
+                            .await
+                        }
+                        _ => {
+                            per_call(calls, |i| {
+                                let b = &batches[i % 10];
+                                async move {
+                                    let got = c.get_multi(b).await;
+                                    assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
+                                }
+                            })
+                            .await
+                        }
+                    };
+                }
                 if rep > 0 {
                     for (j, x) in s.into_iter().enumerate() {
                         row.samples[j].push(x);

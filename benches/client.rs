@@ -1,5 +1,6 @@
 //! Client get / set / get_multi against real local memcached, next to a raw blocking socket
-//! loop doing the same request. The servers are started here (memcached must be installed);
+//! loop doing the same request, and the same calls over the meta protocol against text
+//! (group `meta_vs_text`). The servers are started here (memcached must be installed);
 //! inputs and connections are made outside the timed loops.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -329,5 +330,64 @@ fn hotkey_benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, client_benches, pool_benches, hotkey_benches);
+/// Meta against text (issue 17): the same get, set and get_multi of 100 keys over the same 4
+/// servers, one client per protocol, in one run, so that `meta/<op>` over `text/<op>` is the
+/// meta/text ratio (perf/compare.sh prints it, with the async client's).
+fn meta_benches(c: &mut Criterion) {
+    let ports = free_ports(4);
+    let _servers = start(&ports);
+    let list: String = ports
+        .iter()
+        .zip([3, 1, 2, 1])
+        .map(|(p, w)| format!("127.0.0.1:{p} {w}\n"))
+        .collect();
+    let build = |p: memshard::Protocol| {
+        Client::builder()
+            .server_list(&list)
+            .expect("list")
+            .protocol(p)
+            .build()
+            .expect("client")
+    };
+    let value = vec![b'x'; 100];
+    let keys: Vec<String> = (0..100).map(|i| format!("bench:{i}")).collect();
+    let mut g = c.benchmark_group("meta_vs_text");
+    for protocol in [memshard::Protocol::Text, memshard::Protocol::Meta] {
+        let client = build(protocol);
+        for k in &keys {
+            client.set(k, &value, Expiry::NEVER).expect("set");
+        }
+        assert!(
+            client
+                .get_multi(&keys)
+                .iter()
+                .all(|r| matches!(r, Ok(Some(i)) if i.value == value)),
+            "{protocol}: every measured read is a hit"
+        );
+        g.bench_function(format!("get/{protocol}"), |b| {
+            b.iter(|| black_box(client.get(black_box("bench:7")).expect("get")))
+        });
+        g.bench_function(format!("set/{protocol}"), |b| {
+            b.iter(|| {
+                black_box(
+                    client
+                        .set(black_box("bench:7"), &value, Expiry::NEVER)
+                        .expect("set"),
+                )
+            })
+        });
+        g.bench_function(format!("get_multi_100_over_4/{protocol}"), |b| {
+            b.iter(|| black_box(client.get_multi(black_box(&keys))))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    client_benches,
+    pool_benches,
+    hotkey_benches,
+    meta_benches
+);
 criterion_main!(benches);
