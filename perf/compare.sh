@@ -10,7 +10,9 @@
 # memshard vs a raw blocking socket, the memcache crate and pylibmc. TLS: memshard over TLS vs
 # memshard over plaintext (get, set, get_multi of 100 keys, a new client's first get with a
 # resumed and with a full handshake, the async client's get), one memcached each, the TLS one
-# (-Z) with a certificate made for the run; its own table of ratios (src/tls.rs). Each figure
+# (-Z) with a certificate made for the run; its own table of ratios (src/tls.rs). Meta: memshard
+# over the meta protocol vs over text (get, set, get_multi of 100 keys, blocking and async
+# clients) on the same 4 servers; its own table of meta/text ratios (src/meta.rs). Each figure
 # is the median of 5 repetitions after a warm-up. Needs: cargo, cc, memcached (with TLS),
 # libmemcached-dev, taskset, /usr/bin/python3 with python3-pylibmc (Debian). Takes well under
 # 3 minutes once built (the TLS part about 20 s).
@@ -90,6 +92,10 @@ for round in 1 2 3 4 5; do
         /usr/bin/python3 py/pylibmc_bench.py "$spec" 1 >> "$metrics"; "$bin" io "$spec" 1 >> "$metrics"
     fi
 done
+
+# Meta vs text: both clients in one process, interleaved, on the same servers.
+echo "meta: memshard over meta vs over text, interleaved, 5 repetitions ..." >&2
+"$bin" meta "$spec" >> "$metrics"
 
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done

@@ -148,3 +148,25 @@ if any(k.startswith("tls.") for k in m):
         print()
         print(f"connect over TLS, resumed / full handshake: {r / f:.2f} (below 1 only when a new client"
               " resumes a session that its TlsConfig's earlier clients got)")
+
+# --- meta: memshard over meta against memshard over text ------------------------------------
+meta_rows = [
+    ("get (hit, 100 B)", "get"),
+    ("set (100 B)", "set"),
+    ("get_multi, 100 keys of 100 B over 4 servers", "get_multi"),
+    ("async client get (hit, 100 B)", "aio_get"),
+    ("async client set (100 B)", "aio_set"),
+    ("async client get_multi, 100 keys over 4 servers", "aio_get_multi"),
+]
+if any(k.startswith("meta.") for k in m):
+    print()
+    print("Meta: memshard over the meta protocol / memshard over text, the same 4 memcached (weights")
+    print("3/1/2/1), clients interleaved in one process.")
+    print()
+    print("| measurement | text | meta | meta / text |")
+    print("|---|---|---|---|")
+    for what, key in meta_rows:
+        t, me = m.get(f"meta.{key}.text"), m.get(f"meta.{key}.meta")
+        if t is None or me is None:
+            continue
+        print(f"| {what} | {fmt(t, 'ns')} | {fmt(me, 'ns')} | {me / t:.2f} |")

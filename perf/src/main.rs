@@ -8,12 +8,14 @@
 //!                                        (compare.sh: REPS 1, alternated with pylibmc_bench.py)
 //!   memshard-perf tls-certs DIR          certificates for a `-Z` memcached (src/tls.rs)
 //!   memshard-perf tls PLAIN TLS CA [REPS]   memshard over TLS vs over plaintext (src/tls.rs)
+//!   memshard-perf meta HOST:PORT:W,... [REPS]   memshard over meta vs over text (src/meta.rs)
 //!
 //! Figures are medians of 5 repetitions after a warm-up; the contenders of one measurement run
 //! interleaved (rep 1 of each, then rep 2 of each, ...), so load from other work on the machine
 //! hits them alike. Inputs are prepared outside the timed loops. No route/build input touches
 //! the network: the routing servers are only names.
 
+mod meta;
 mod tls;
 
 use memshard::{Client, Expiry, Flavor, Ring, Server};
@@ -579,6 +581,11 @@ fn main() {
             args.get(3)
                 .map_or(REPS, |r| r.parse().expect("repetitions")),
         ),
+        Some("meta") => meta::meta_cmd(
+            args.get(2).expect("meta HOST:PORT:W,... [REPS]"),
+            args.get(3)
+                .map_or(REPS, |r| r.parse().expect("repetitions")),
+        ),
         Some("tls-certs") => {
             tls::certs_cmd(std::path::Path::new(args.get(2).expect("tls-certs DIR")))
         }
@@ -595,7 +602,8 @@ fn main() {
         _ => {
             eprintln!(
                 "usage: memshard-perf weighted N... | ketama | io HOST:PORT:W,... [REPS] | \
-                 tls-certs DIR | tls PLAIN TLS CA [REPS] | build-loop N ITERS"
+                 tls-certs DIR | tls PLAIN TLS CA [REPS] | meta HOST:PORT:W,... [REPS] | \
+                 build-loop N ITERS"
             );
             std::process::exit(2);
         }
