@@ -385,6 +385,17 @@ async fn yields(n: u32) {
 /// if 16 x 25,000 requests never get there does the test fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
+    cancelled_over(memshard::Protocol::Text).await
+}
+
+/// The same over the meta protocol (issue 17): a cancelled meta exchange (a quiet pipeline
+/// cut before its `mn`, a reply half read) must not leave a reply the next request takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_meta_requests_never_leave_a_reply_for_the_next_one() {
+    cancelled_over(memshard::Protocol::Meta).await
+}
+
+async fn cancelled_over(protocol: memshard::Protocol) {
     if !require("memcached") {
         return;
     }
@@ -401,6 +412,7 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
         .pool_size(2)
         .checkout_timeout(Duration::from_secs(5))
         .read_timeout(Duration::from_secs(5))
+        .protocol(protocol)
         .build()
         .unwrap();
     // memcached counts every connection it accepted, our `stats` connections included
@@ -580,7 +592,7 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
     }
     let conns = opened();
     println!(
-        "cancellation: {} requests started, {} cancelled, {} completed, {} values checked, {} wrong values, {} errors; {} connections opened",
+        "cancellation over {protocol}: {} requests started, {} cancelled, {} completed, {} values checked, {} wrong values, {} errors; {} connections opened",
         g(&tally.started),
         g(&tally.cancelled),
         g(&tally.completed),
