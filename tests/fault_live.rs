@@ -799,6 +799,76 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
     );
 }
 
+/// Over meta, each malformed or foreign reply to a `get` (an `mg`) is a Protocol error naming
+/// the server and drops the connection; the next get is answered right on a new one. The
+/// replies: sizes beyond the value limit, a hit of another key with an opaque never sent, a
+/// hit of the right key and value without an opaque (it cannot be tied to the request), data
+/// not ended by CRLF, a malformed header, an unknown line, a store reply, a line without end.
+/// The details are the meta parser's own and are printed, not compared. A reply cut short by
+/// a closed connection is an Io error.
+#[test]
+fn malformed_meta_replies_are_protocol_errors_and_drop_the_connection() {
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(Ipv4Addr::LOCALHOST, 0, "");
+    let p = FaultProxy::start(sock(&m));
+    let client = Client::builder()
+        .server_list(&format!("{} 1", p.addr_string()))
+        .unwrap()
+        .pool_size(1)
+        .read_timeout(Duration::from_millis(300))
+        .failure_policy(FailurePolicy::default().with_failure_limit(0))
+        .protocol(Protocol::Meta)
+        .build()
+        .unwrap();
+    client.set("k", "right", Expiry::NEVER).unwrap();
+    client.set("other", "other-value", Expiry::NEVER).unwrap();
+    let hostile: &[&[u8]] = &[
+        b"VA 4294967295 f0\r\n",
+        b"VA 18446744073709551615 f0\r\n",
+        b"VA 11 f0 kother Ostray\r\nother-value\r\n",
+        b"VA 5 f0 kk\r\nright\r\n",
+        b"VA 5 f0\r\nright!!\r\n",
+        b"VA x f0\r\n",
+        b"HELLO\r\n",
+        b"NS\r\n",
+        &[b'A'; 20000],
+    ];
+    let server = p.addr_string();
+    let before = p.state.connections.load(Ordering::SeqCst);
+    for (i, bytes) in hostile.iter().enumerate() {
+        let what = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]).into_owned();
+        p.state.corrupt_next(bytes);
+        let r = client.get("k");
+        match &r {
+            Err(Error::Protocol { server: s, detail }) => {
+                assert_eq!(s, &server, "reply {i}");
+                println!("meta reply {what:?}: {detail}");
+            }
+            other => panic!("reply {i} {what:?}: {other:?}, expected a Protocol error"),
+        }
+        assert_eq!(
+            client.get("k").unwrap().unwrap().value,
+            b"right",
+            "after reply {i} {what:?}"
+        );
+    }
+    let after = p.state.connections.load(Ordering::SeqCst);
+    assert_eq!(
+        after - before,
+        hostile.len() as u64,
+        "every bad reply dropped its connection"
+    );
+    p.state.set(Mode::Truncate);
+    let r = client.get("other");
+    assert!(
+        matches!(&r, Err(Error::Io { server: s, kind: ErrorKind::UnexpectedEof, .. }) if *s == server),
+        "a reply cut short by a closed connection: {r:?}"
+    );
+    assert_eq!(client.get("other").unwrap().unwrap().value, b"other-value");
+}
+
 /// A get that finds every pooled connection busy fails with a Pool error (not a server
 /// failure) once its checkout timeout passes, and the pool serves again once the connection
 /// is returned. How long the wait takes is measured by benches/client.rs
