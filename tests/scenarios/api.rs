@@ -930,3 +930,51 @@ impl<C: Api + MetaName> Api for Meta<C> {
         self.0.gets_at_once(key, tasks, each).await
     }
 }
+
+impl<B: ParitySettings> ParitySettings for MetaBuilder<B> {
+    fn peer_config(self, cfg: PeerConfig) -> Self {
+        MetaBuilder(self.0.peer_config(cfg))
+    }
+    fn near_cache(self, cfg: NearCacheConfig) -> Self {
+        MetaBuilder(self.0.near_cache(cfg))
+    }
+}
+
+impl<C: ParityApi + MetaName> ParityApi for Meta<C> {
+    fn near_cache_stats(&self) -> Option<NearCacheStats> {
+        self.0.near_cache_stats()
+    }
+    async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
+        &self,
+        items: &[(K, V)],
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Vec<Result<()>> {
+        self.0.set_multi_noreply(items, flags, expiry).await
+    }
+    fn watch_server_file(&self, path: impl Into<PathBuf>, interval: Duration) -> Watcher {
+        self.0.watch_server_file(path, interval)
+    }
+    fn watch_dns(&self, name: &str, port: u16, weight: u32, interval: Duration) -> Watcher {
+        self.0.watch_dns(name, port, weight, interval)
+    }
+    fn replicated_servers(&self, key: &[u8], n: usize) -> Vec<Server> {
+        self.0.replicated_servers(key, n)
+    }
+    async fn replicated_set(
+        &self,
+        key: &[u8],
+        n: usize,
+        value: &[u8],
+        flags: u32,
+        expiry: impl Into<memshard::Expiry>,
+    ) -> Vec<Result<StoreOutcome>> {
+        self.0.replicated_set(key, n, value, flags, expiry).await
+    }
+    async fn replicated_get(&self, key: &[u8], n: usize) -> Result<Option<Item>> {
+        self.0.replicated_get(key, n).await
+    }
+    async fn replicated_delete(&self, key: &[u8], n: usize) -> Vec<Result<DeleteOutcome>> {
+        self.0.replicated_delete(key, n).await
+    }
+}
