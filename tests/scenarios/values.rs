@@ -112,8 +112,11 @@ pub async fn expiry_beyond_thirty_days_is_kept<C: Api>() {
     m.set("e:40d", "v", forty_days).await.unwrap();
     assert!(m.get("e:40d").await.unwrap().is_some(), "kept for 40 days");
     let left = ttl(&s, "e:40d").expect("held");
+    // memcached's clock (`current_time`) is moved by a timer once a second and falls behind
+    // when the machine is loaded: the TTL it reports for an absolute time is longer by that
+    // lag (seen: beyond 40 days under a full parallel test run)
     assert!(
-        (39 * 86_400..=40 * 86_400).contains(&left),
+        (39 * 86_400..=40 * 86_400 + 60).contains(&left),
         "memcached holds it for {left} s"
     );
     m.set(
