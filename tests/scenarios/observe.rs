@@ -53,12 +53,9 @@ fn tally() -> std::sync::MutexGuard<'static, (Snapshotter, Tally)> {
 /// Sum of `name` over the series whose `server` label is `server` and whose other labels
 /// include `with`.
 fn total(name: &str, server: &str, with: &[(&str, &str)]) -> u64 {
-    total_in(&tally().1, name, server, with)
-}
-
-/// [`total`] in a copy of the tally.
-fn total_in(tally: &Tally, name: &str, server: &str, with: &[(&str, &str)]) -> u64 {
-    tally
+    let guard = tally();
+    guard
+        .1
         .iter()
         .filter(|((n, labels), _)| {
             n == name
@@ -78,12 +75,6 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
     // the recorder is installed before any client works (without one the facade drops all)
     drop(tally());
     let c = Cluster::on_free_ports(&[2, 1, 1]);
-    // what the tally already holds for these addresses: a port freed by an earlier scenario of
-    // this binary (another runner of this one) may be one of ours now
-    let base: Tally = tally().1.clone();
-    let total = |name: &str, server: &str, with: &[(&str, &str)]| {
-        total(name, server, with) - total_in(&base, name, server, with)
-    };
     let m = build::<C>(|b| {
         b.server_list(&c.server_list())
             .read_timeout(Duration::from_millis(200))
