@@ -18,8 +18,8 @@
 //! `.protocol(Protocol::Meta)`. The scenarios that fake server bytes fake meta replies for
 //! them (`Api::PROTOCOL`), and `commands::requests_use_the_protocol_asked_for` reads the wire
 //! to check that meta is what is sent. The parity list runs over meta too
-//! (`blocking_parity_meta`, `nonblocking_parity_meta`, one scenario left out: see
-//! [`parity_meta_scenarios!`]).
+//! (`blocking_parity_meta`, `nonblocking_parity_meta`; the one outcome memcached itself gives
+//! differently over meta: see [`parity_meta_scenarios!`]).
 //!
 //! Two lists:
 //!
@@ -174,13 +174,9 @@ parity_scenarios!(runners!(
 ));
 
 /// The parity list over meta: noreply multi-sets, replicas, the near cache, watchers and peer
-/// configurations go through the same exchanges. Left out:
-/// `commands::set_multi_noreply_stores_and_reports_server_errors`. Its last part relies on
-/// memcached answering nothing to a noreply `set` it refuses (too large), so the other sets of
-/// the batch are `Ok`. A quiet `ms` (`q`) hides only `HD`: memcached answers
-/// `SERVER_ERROR object too large for cache` without an opaque, and the client fails every
-/// set of that server's batch ("1 of 30 noreply sets failed"), the 29 it stored included. The
-/// outcomes differ from text's; which is right is the meta exchange's to decide.
+/// configurations go through the same exchanges. The one outcome that differs is the server's
+/// doing: memcached answers a refused quiet `ms` (value too large) where it answers nothing to a
+/// refused text noreply `set`; `set_multi_noreply_stores_and_reports_server_errors` checks each.
 macro_rules! parity_meta_scenarios {
     ($then:ident!($($args:tt)*)) => {
         $then!($($args)*;
@@ -192,6 +188,7 @@ macro_rules! parity_meta_scenarios {
             hot::replicas_sit_on_distinct_servers_and_survive_a_failure,
             membership::a_server_file_watcher_follows_the_file,
             membership::a_dns_watcher_applies_the_addresses,
+            commands::set_multi_noreply_stores_and_reports_server_errors,
             commands::peer_config_places_keys_as_the_peer_does,
             bounded::noreply_sets_with_endless_slow_errors_time_out_once_for_the_whole_reply,
             bounded::noreply_sets_with_endless_fast_errors_stop_at_one_error_per_request,

@@ -462,7 +462,10 @@ macro_rules! command_methods {
         /// `CLIENT_ERROR` for a malformed line) gives an error for each of its keys (which key
         /// failed is not knowable). memcached 1.6 answers nothing to a noreply set it refuses
         /// (a value too large, out of memory): such a key reads `Ok(())` here and is simply not
-        /// stored, so use `set_multi` where every outcome matters.
+        /// stored, so use `set_multi` where every outcome matters. Over
+        /// [`Protocol::Meta`]($crate::Protocol::Meta) (quiet `ms`, then `mn`) memcached does
+        /// answer such a refusal, without saying for which key: each key of that server then
+        /// reports the error, though the others were stored.
         #[must_use = "each item has its own result"]
         pub $($async)? fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
             &self,

@@ -938,11 +938,20 @@ impl<B: ParitySettings> ParitySettings for MetaBuilder<B> {
     fn near_cache(self, cfg: NearCacheConfig) -> Self {
         MetaBuilder(self.0.near_cache(cfg))
     }
+    fn hot_keys(self, cfg: HotKeys) -> Self {
+        MetaBuilder(self.0.hot_keys(cfg))
+    }
 }
 
 impl<C: ParityApi + MetaName> ParityApi for Meta<C> {
     fn near_cache_stats(&self) -> Option<NearCacheStats> {
         self.0.near_cache_stats()
+    }
+    fn hot_keys(&self) -> Vec<HotKey> {
+        self.0.hot_keys()
+    }
+    fn reset_hot_keys(&self) {
+        self.0.reset_hot_keys()
     }
     async fn set_multi_noreply<K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
         &self,
