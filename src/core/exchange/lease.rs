@@ -56,7 +56,7 @@ fn lookup(r: &MetaReply, buf: &[u8], ctx: &Ctx) -> Result<Lookup> {
 /// One meta request and its one reply, read by `read`.
 pub(crate) struct MetaOne<'a, T> {
     command: &'static str,
-    request: MetaRequest<'static>,
+    cmd: MetaCommand,
     key: &'a [u8],
     value: &'a [u8],
     flags: [MetaFlag; 8],
@@ -79,12 +79,7 @@ impl<'a, T> MetaOne<'a, T> {
         flags[..given.len()].copy_from_slice(given);
         MetaOne {
             command,
-            request: MetaRequest {
-                command: cmd,
-                key: b"",
-                flags: &[],
-                value: b"",
-            },
+            cmd,
             key,
             value,
             flags,
@@ -100,19 +95,20 @@ impl<'a> MetaOne<'a, Lookup> {
     /// `mg key v f c N<lease> [R<recache>]`. Not sent twice: a second lookup by the same
     /// caller would find its own lease taken and wait for itself.
     pub(crate) fn lookup(key: &'a [u8], lease: u32, recache: Option<u32>) -> Self {
-        let mut flags = vec![
+        let all = [
             MetaFlag::ReturnValue,
             MetaFlag::ReturnFlags,
             MetaFlag::ReturnCas,
             MetaFlag::Vivify(lease),
+            MetaFlag::Recache(recache.unwrap_or(0)),
         ];
-        flags.extend(recache.map(MetaFlag::Recache));
+        let flags = &all[..if recache.is_some() { 5 } else { 4 }];
         let cmd = MetaCommand::Get;
         MetaOne::new(
             "get_or_compute",
             cmd,
             (key, b""),
-            &flags,
+            flags,
             Resend::Never,
             lookup,
         )
@@ -218,7 +214,7 @@ impl<T> Exchange for MetaOne<'_, T> {
                 key: self.key,
                 value: self.value,
                 flags: &flags[..=self.n],
-                ..self.request
+                command: self.cmd,
             }
             .encode_unchecked(out);
             self.opaque = Some(opaque);
