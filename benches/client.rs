@@ -69,14 +69,20 @@ fn free_ports(n: usize) -> Vec<u16> {
         .collect()
 }
 
-fn client_benches(c: &mut Criterion) {
+/// 4 memcached on free ports, weights 3/1/2/1, and their server list.
+fn weighted_cluster() -> (Servers, String) {
     let ports = free_ports(4);
-    let _servers = start(&ports);
+    let servers = start(&ports);
     let list: String = ports
         .iter()
         .zip([3, 1, 2, 1])
         .map(|(p, w)| format!("127.0.0.1:{p} {w}\n"))
         .collect();
+    (servers, list)
+}
+
+fn client_benches(c: &mut Criterion) {
+    let (_servers, list) = weighted_cluster();
     let client = Client::builder()
         .server_list(&list)
         .expect("list")
@@ -334,13 +340,7 @@ fn hotkey_benches(c: &mut Criterion) {
 /// servers, one client per protocol, in one run, so that `meta/<op>` over `text/<op>` is the
 /// meta/text ratio (perf/compare.sh prints it, with the async client's).
 fn meta_benches(c: &mut Criterion) {
-    let ports = free_ports(4);
-    let _servers = start(&ports);
-    let list: String = ports
-        .iter()
-        .zip([3, 1, 2, 1])
-        .map(|(p, w)| format!("127.0.0.1:{p} {w}\n"))
-        .collect();
+    let (_servers, list) = weighted_cluster();
     let build = |p: memshard::Protocol| {
         Client::builder()
             .server_list(&list)

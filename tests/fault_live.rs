@@ -698,11 +698,9 @@ fn hostile_keys_never_reach_a_server() {
     assert_eq!(p.state.to_server_bytes.load(Ordering::SeqCst), 0);
 }
 
-#[test]
-fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
-    if !require("memcached") {
-        return;
-    }
+/// A memcached behind a fault proxy, and a client over `protocol` with one connection, a 300 ms
+/// read timeout and no ejection, which has stored `k` = "right" and `other` = "other-value".
+fn one_proxied_server(protocol: Protocol) -> (Memcached, FaultProxy, Client) {
     let m = Memcached::start(Ipv4Addr::LOCALHOST, 0, "");
     let p = FaultProxy::start(sock(&m));
     let client = Client::builder()
@@ -711,10 +709,20 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
         .pool_size(1)
         .read_timeout(Duration::from_millis(300))
         .failure_policy(FailurePolicy::default().with_failure_limit(0))
+        .protocol(protocol)
         .build()
         .unwrap();
     client.set("k", "right", Expiry::NEVER).unwrap();
     client.set("other", "other-value", Expiry::NEVER).unwrap();
+    (m, p, client)
+}
+
+#[test]
+fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
+    if !require("memcached") {
+        return;
+    }
+    let (_m, p, client) = one_proxied_server(Protocol::Text);
     // Each reply to `get k`, and the Protocol error detail it must give (src/proto/reply.rs's
     // ParseError, or the client's check that a value is for a requested key).
     let hostile: &[(&[u8], &str)] = &[
@@ -811,19 +819,7 @@ fn malformed_meta_replies_are_protocol_errors_and_drop_the_connection() {
     if !require("memcached") {
         return;
     }
-    let m = Memcached::start(Ipv4Addr::LOCALHOST, 0, "");
-    let p = FaultProxy::start(sock(&m));
-    let client = Client::builder()
-        .server_list(&format!("{} 1", p.addr_string()))
-        .unwrap()
-        .pool_size(1)
-        .read_timeout(Duration::from_millis(300))
-        .failure_policy(FailurePolicy::default().with_failure_limit(0))
-        .protocol(Protocol::Meta)
-        .build()
-        .unwrap();
-    client.set("k", "right", Expiry::NEVER).unwrap();
-    client.set("other", "other-value", Expiry::NEVER).unwrap();
+    let (_m, p, client) = one_proxied_server(Protocol::Meta);
     let hostile: &[&[u8]] = &[
         b"VA 4294967295 f0\r\n",
         b"VA 18446744073709551615 f0\r\n",

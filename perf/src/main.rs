@@ -609,3 +609,18 @@ fn main() {
         }
     }
 }
+
+/// ns per call over `calls` calls of `f`.
+pub(crate) fn per_call(calls: usize, mut f: impl FnMut()) -> f64 {
+    let t = std::time::Instant::now();
+    for _ in 0..calls {
+        f();
+    }
+    t.elapsed().as_nanos() as f64 / calls as f64
+}
+
+/// Calls for about 100 ms, from 10 timed calls.
+pub(crate) fn calls_for(mut f: impl FnMut()) -> usize {
+    let ten = per_call(10, &mut f);
+    ((100e6 / ten.max(1.0)) as usize).clamp(20, 5000)
+}

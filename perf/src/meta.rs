@@ -6,27 +6,12 @@
 //!
 //! Every text / meta pair runs interleaved, median of REPS repetitions after a warm-up.
 
-use crate::{emit, interleave_n};
+use crate::{calls_for, emit, interleave_n, per_call};
 use memshard::{Client, Expiry, Protocol, aio};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 const KEY: &str = "meta:7";
-
-/// ns per call over `calls` calls of `f`.
-fn per_call(calls: usize, mut f: impl FnMut()) -> f64 {
-    let t = Instant::now();
-    for _ in 0..calls {
-        f();
-    }
-    t.elapsed().as_nanos() as f64 / calls as f64
-}
-
-/// Calls for about 100 ms, from 10 timed calls.
-fn calls_for(mut f: impl FnMut()) -> usize {
-    let ten = per_call(10, &mut f);
-    ((100e6 / ten.max(1.0)) as usize).clamp(20, 5000)
-}
 
 /// One text / meta pair, interleaved; emits `meta.<what>.text` and `meta.<what>.meta`.
 fn pair(what: &str, reps: usize, mut text: impl FnMut() -> f64, mut meta: impl FnMut() -> f64) {

@@ -8,7 +8,7 @@
 //!
 //! Every plaintext / TLS pair runs interleaved, median of REPS repetitions after a warm-up.
 
-use crate::{emit, interleave_n};
+use crate::{calls_for, emit, interleave_n, per_call};
 use memshard::{Client, Expiry, TlsConfig};
 use std::hint::black_box;
 use std::path::Path;
@@ -34,21 +34,6 @@ pub fn certs_cmd(dir: &Path) {
     std::fs::write(dir.join("ca.pem"), ca_pem).expect("write ca.pem");
     std::fs::write(dir.join("server.pem"), cert.pem()).expect("write server.pem");
     std::fs::write(dir.join("server.key"), key.serialize_pem()).expect("write server.key");
-}
-
-/// ns per call over `calls` calls of `f`.
-fn per_call(calls: usize, mut f: impl FnMut()) -> f64 {
-    let t = Instant::now();
-    for _ in 0..calls {
-        f();
-    }
-    t.elapsed().as_nanos() as f64 / calls as f64
-}
-
-/// Calls for about 100 ms, from 10 timed calls.
-fn calls_for(mut f: impl FnMut()) -> usize {
-    let ten = per_call(10, &mut f);
-    ((100e6 / ten.max(1.0)) as usize).clamp(20, 5000)
 }
 
 fn build(list: &str, tls: Option<&TlsConfig>) -> Client {

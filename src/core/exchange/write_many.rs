@@ -330,24 +330,27 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
-        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
-        let o = opaques(&out);
-        assert!(out.starts_with(format!("ms k0 1 ME O{} q\r\nv\r\n", o[0]).as_bytes()));
-        assert!(out.ends_with(b"mn\r\n"));
+        // the 5 sets written, then `replies(tokens)` read: the step's outcome and the results
+        let run = |replies: &dyn Fn(&[u32]) -> String| {
+            let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
+            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+            let o = opaques(&out);
+            assert!(out.starts_with(format!("ms k0 1 ME O{} q\r\nv\r\n", o[0]).as_bytes()));
+            assert!(out.ends_with(b"mn\r\n"));
+            receive(&mut rb, replies(&o).as_bytes());
+            let step = ex.step(&mut rb, &mut Vec::new(), &CTX);
+            (step, ex.results(None))
+        };
         // k1 not stored (its token); an error line between k2's place and k4's reply is k3's
         // or k2's: unknowable, both report it; k4 not stored
-        let replies = format!(
-            "NS O{}\r\nSERVER_ERROR out of memory\r\nNS O{}\r\nMN\r\n",
-            o[1], o[4]
-        );
-        receive(&mut rb, replies.as_bytes());
-        assert!(matches!(
-            ex.step(&mut rb, &mut Vec::new(), &CTX),
-            Ok(Step::Done(()))
-        ));
-        let results = ex.results(None);
+        let (step, results) = run(&|o| {
+            format!(
+                "NS O{}\r\nSERVER_ERROR out of memory\r\nNS O{}\r\nMN\r\n",
+                o[1], o[4]
+            )
+        });
+        assert!(matches!(step, Ok(Step::Done(()))));
         assert!(matches!(results[0], Ok(StoreOutcome::Stored)));
         assert!(matches!(results[1], Ok(StoreOutcome::NotStored)));
         for r in &results[2..4] {
@@ -362,20 +365,13 @@ mod tests {
         assert!(matches!(results[4], Ok(StoreOutcome::NotStored)));
 
         // one error line in a window of one is that request's own
-        let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
-        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        let _ = ex.step(&mut rb, &mut out, &CTX);
-        let o = opaques(&out);
-        let replies = format!(
-            "NS O{}\r\nSERVER_ERROR out of memory\r\nNS O{}\r\nMN\r\n",
-            o[0], o[2]
-        );
-        receive(&mut rb, replies.as_bytes());
-        assert!(matches!(
-            ex.step(&mut rb, &mut Vec::new(), &CTX),
-            Ok(Step::Done(()))
-        ));
-        let results = ex.results(None);
+        let (step, results) = run(&|o| {
+            format!(
+                "NS O{}\r\nSERVER_ERROR out of memory\r\nNS O{}\r\nMN\r\n",
+                o[0], o[2]
+            )
+        });
+        assert!(matches!(step, Ok(Step::Done(()))));
         let Err(Error::Server { message, .. }) = &results[1] else {
             panic!("{:?}", results[1])
         };
@@ -387,15 +383,7 @@ mod tests {
         );
 
         // a token out of order (or of another batch) drops the connection
-        let mut ex = WriteMany::new("set_multi", reqs(), store_outcome);
-        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        let _ = ex.step(&mut rb, &mut out, &CTX);
-        let o = opaques(&out);
-        receive(
-            &mut rb,
-            format!("NS O{}\r\nNS O{}\r\n", o[3], o[1]).as_bytes(),
-        );
-        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        let (r, _) = run(&|o| format!("NS O{}\r\nNS O{}\r\n", o[3], o[1]));
         assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
     }
 }
