@@ -253,6 +253,21 @@ pub enum Error {
         /// How long this caller waited.
         waited: Duration,
     },
+    /// A [`Router`](crate::Router) refused `command` on `key` because it could not be done
+    /// once, on the right copy: a CAS token from another copy, a counter or append while its
+    /// main server is down under a gutter route. `reason` says why and what to do. Nothing
+    /// was written.
+    #[error("{route} route refused {command} of key {key:?}: {reason}")]
+    Route {
+        /// The route (`warm_up`, `migrate`, `gutter`, `mirror`).
+        route: &'static str,
+        /// The command refused.
+        command: &'static str,
+        /// The key, lossily decoded for display.
+        key: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The client could not be built from its configuration.
     #[error("configuration: {0}")]
     Config(String),

@@ -99,6 +99,7 @@ pub mod plan;
 pub mod proto;
 pub mod rejoin;
 pub mod ring;
+pub mod routes;
 pub mod servers;
 pub mod watch;
 
@@ -106,7 +107,7 @@ pub mod watch;
 #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
 pub use crate::core::value;
 
-pub use crate::blocking::{Client, Replicated};
+pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::auth::Credentials;
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::core::expiry::Expiry;

@@ -32,6 +32,7 @@ pub(crate) fn kind(e: &Error) -> &'static str {
         Error::ValueTooLarge { .. } => "value_too_large",
         Error::Tls { .. } => "tls",
         Error::Auth { .. } => "auth",
+        Error::Route { .. } => "route",
         _ => "other",
     }
 }

@@ -122,6 +122,14 @@ impl Client {
         async await
     );
 
+    /// See `Core::written_elsewhere` (routes between pools).
+    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        if self.core.written_elsewhere(key)? {
+            prober::start(&self.core, &self.runtime);
+        }
+        Ok(())
+    }
+
     /// The wait between two reads of a key another caller is recomputing.
     async fn pause(&self, pause: std::time::Duration) {
         tokio::time::sleep(pause).await;

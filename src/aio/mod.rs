@@ -111,8 +111,10 @@ mod conn;
 mod pool;
 mod prober;
 mod replica;
+mod router;
 
 /// The builder of the async [`Client`]: the blocking client's settings, names and defaults.
 pub type Builder = crate::Builder<Client>;
 pub use client::Client;
 pub use replica::Replicated;
+pub use router::Router;

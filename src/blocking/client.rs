@@ -61,6 +61,14 @@ impl Client {
     crate::core::api::command_methods!();
     crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E]);
 
+    /// See `Core::written_elsewhere` (routes between pools).
+    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        if self.core.written_elsewhere(key)? {
+            prober::start(&self.core);
+        }
+        Ok(())
+    }
+
     /// The wait between two reads of a key another caller is recomputing.
     fn pause(&self, pause: std::time::Duration) {
         std::thread::sleep(pause);

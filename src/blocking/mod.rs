@@ -7,6 +7,8 @@ mod fan_out;
 mod pool;
 mod prober;
 mod replica;
+mod router;
 
 pub use client::Client;
 pub use replica::Replicated;
+pub use router::Router;

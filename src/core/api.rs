@@ -260,7 +260,7 @@ macro_rules! command_methods {
             self.on(m, &mut ex)$(.$await)?
         }
 
-        $($async)? fn store(
+        pub(crate) $($async)? fn store(
             &self,
             cmd: $crate::proto::StoreCommand,
             key: &[u8],
@@ -282,7 +282,7 @@ macro_rules! command_methods {
             self.on(m, &mut $crate::core::exchange::Single::delete(wire))$(.$await)?
         }
 
-        $($async)? fn arith(&self, incr: bool, key: &[u8], delta: u64) -> $crate::Result<Option<u64>> {
+        pub(crate) $($async)? fn arith(&self, incr: bool, key: &[u8], delta: u64) -> $crate::Result<Option<u64>> {
             let r = self.core.route(key, true)?;
             let mut ex = $crate::core::exchange::Single::arith(incr, &r.wire, delta);
             let res = self.on(&r.member, &mut ex)$(.$await)?;
@@ -419,8 +419,12 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::TouchOutcome> {
-            let exptime = expiry.into().exptime_now();
-            let r = self.core.route(key.as_ref(), true)?;
+            self.touch_exptime(key.as_ref(), expiry.into().exptime_now())$(.$await)?
+        }
+
+        /// `touch` with `exptime` as sent.
+        pub(crate) $($async)? fn touch_exptime(&self, key: &[u8], exptime: u32) -> $crate::Result<$crate::TouchOutcome> {
+            let r = self.core.route(key, true)?;
             let mut ex = $crate::core::exchange::Single::touch(&r.wire, exptime);
             self.on(&r.member, &mut ex)$(.$await)?
         }

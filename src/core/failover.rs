@@ -74,6 +74,30 @@ impl<P: ServerPool> Core<P> {
         }
     }
 
+    /// A route wrote or deleted `key` on another pool while its owner here failed or refused
+    /// it: record the key (as sent) in the owner's rejoin log and keep the owner out of reads
+    /// until the prober has deleted it there, as auto-eject does for the keys it moves. A
+    /// server already down keeps its retry time (holding it again on every write would keep
+    /// a busy server out for ever). True when the caller must start the prober.
+    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<bool> {
+        let wire = self.keys.wire(key)?;
+        let hashed = self.keys.hashed(key, &wire);
+        let view = self.view();
+        let Some(m) = view.full.route(hashed).and_then(|i| view.members.get(i)) else {
+            return Ok(false);
+        };
+        m.rejoin.went_out();
+        m.rejoin.record(&wire);
+        if !m.health.is_down()
+            && m.health.hold_down(&self.policy, self.epoch, Instant::now()) == Transition::WentDown
+        {
+            m.pool.invalidate();
+            observe::ejected(&m.server.addr);
+            self.rebuild_routing();
+        }
+        Ok(self.watch_down(m))
+    }
+
     /// Have the prober watch `m`; true when no prober runs yet (the caller starts one).
     fn watch_down(&self, m: &Arc<Member<P>>) -> bool {
         let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());

@@ -48,6 +48,18 @@ impl<P> Core<P> {
         })
     }
 
+    /// The copy `key` is on now: the owner's address and the key as sent (for routes between
+    /// pools: two pools hold one copy when both are equal).
+    pub(crate) fn locate(&self, key: &[u8]) -> Result<(String, Vec<u8>)> {
+        let r = self.route(key, false)?;
+        Ok((r.member.server.addr.clone(), r.wire.into_owned()))
+    }
+
+    /// Whether `key`'s owner is marked down.
+    pub(crate) fn owner_down(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.route(key, false)?.member.health.is_down())
+    }
+
     /// The distinct-server walk from `key` over the ring in force (replicas).
     pub(crate) fn walk(&self, key: &[u8]) -> Vec<Arc<Member<P>>> {
         let view = self.view.load();
