@@ -12,7 +12,7 @@
 //!   refuses two pools that share a server.
 //! - **CAS tokens carry their copy** ([`RouteCas`]): a route's `gets` says which pool and
 //!   server gave the unique, and `cas` goes there only, or is refused with
-//!   [`Error::Route`](crate::Error::Route) when the route would no longer read that copy.
+//!   [`Error::Route`] when the route would no longer read that copy.
 //! - **A copy that missed a write is never read again before it is repaired.** When one copy
 //!   takes a write or delete and the other fails, the failed copy's key is recorded in its
 //!   client's rejoin log and its server is kept out of reads until the client's prober has
@@ -69,6 +69,12 @@
 //! | `add`, `replace`, `append`, `prepend`, `incr`, `decr` | both, each once; the preferred pool's result; when the two results differ, the other copy is deleted |
 //! | `cas` | the token's pool only; the other copy is then deleted |
 //! | `verify` | reads both and compares value and flags |
+//!
+//! # Not on a route
+//!
+//! `gat`, `gats`, `get_or_compute` (leases), the typed-value commands, `stats`, `flush_all`,
+//! `version` and the other server-wide commands are not routed: call them on one pool's
+//! client ([`Router::pool`](crate::Router::pool)), knowing which copy they touch.
 
 mod cas;
 mod gutter_log;
@@ -137,7 +143,9 @@ impl State {
             }),
             kind => {
                 let phase = kind.phase(SystemTime::now()).unwrap_or(Phase::WarmUp);
-                stats::phase(self.name(), phase.number());
+                if let Kind::Migrate(_) = kind {
+                    stats::phase(self.name(), phase.number());
+                }
                 match phase {
                     Phase::Old => Mode::One(PoolRole::Second),
                     Phase::WarmUp => Mode::WarmUp,
