@@ -77,6 +77,9 @@
 //! client ([`Router::pool`](crate::Router::pool)), knowing which copy they touch.
 
 mod cas;
+#[cfg(feature = "peer-config")]
+#[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
+pub mod file;
 mod gutter_log;
 pub(crate) mod handle;
 mod spec;
@@ -84,6 +87,9 @@ mod stats;
 mod write;
 
 pub use cas::{PoolRole, RouteCas, RouteItem};
+#[cfg(feature = "peer-config")]
+#[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
+pub use file::{PoolConfig, RouteFile, RouteSpec};
 pub use spec::{Migration, Phase, ReadPolicy};
 pub use stats::RouteStats;
 

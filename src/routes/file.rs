@@ -1,0 +1,881 @@
+//! A route in a file: the kind of route, its settings and its two pools, in YAML (the format
+//! twemproxy's `nutcracker.yml` uses), read into a [`RouteFile`] that builds the
+//! [`Router`](crate::Router).
+//!
+//! ```yaml
+//! route: warm_up              # warm_up | migrate | gutter | mirror
+//! backfill_ttl: 3600          # warm_up, migrate: expiry of values copied into `new` (seconds, or never)
+//! new:                        # warm_up, migrate: new and old; gutter: main and gutter; mirror: a and b
+//!   servers: ["10.0.0.1:11211 1", "10.0.0.2:11211 1"]
+//!   flavor: libmemcached      # default libmemcached
+//!   hash: md5                 # default: the flavor's
+//! old:
+//!   servers: ["10.0.0.1:11211", "10.0.0.2:11211"]
+//!   flavor: twemproxy
+//!   hash: fnv1a_64
+//! ```
+//!
+//! | key | routes | meaning |
+//! |---|---|---|
+//! | `route` | all | `warm_up`, `migrate`, `gutter` or `mirror` |
+//! | `backfill_ttl` | warm_up, migrate | required: seconds (above 0), or `never` |
+//! | `start` | migrate | `now` (when the router is built) or Unix seconds; default `now` |
+//! | `window` | migrate | required: seconds the route reads the old pool after a miss |
+//! | `tail` | migrate | seconds deletes still go to both pools after the window; default `window` |
+//! | `ttl` | gutter | required: seconds, from 1 to 2592000 (30 days) |
+//! | `read` | mirror | `prefer-a` (default), `prefer-b` or `random` |
+//!
+//! Each pool takes `servers` (a list of `host:port [weight] [name]` lines in any spelling
+//! [`parse_server_list`] reads, or one string of such lines), and optionally `flavor`, `hash`,
+//! `hash_tag`, `prefix`, `hash_with_prefix`, `protocol` (`text` or `meta`), `timeout_ms`,
+//! `failure_limit`, `retry_timeout_ms` and `auto_eject`. A gutter's main pool never
+//! auto-ejects (rehashing a failed server's keys onto its neighbours is what a gutter avoids):
+//! `auto_eject: true` there is an error. Unknown keys are errors too: a misspelt setting must
+//! not fall back to a default silently.
+
+use crate::error::{Error, Result};
+use crate::routes::{Migration, PoolRole, ReadPolicy};
+use crate::servers::{Server, parse_server_list};
+use crate::{Builder, Expiry, FailurePolicy, Flavor, HashTag, KeyHash, Protocol};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// One pool of a [`RouteFile`]: what its client is built with. Settings the file leaves out
+/// are `None` and keep the builder's value.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PoolConfig {
+    /// The servers, in the file's order.
+    pub servers: Vec<Server>,
+    /// The placement flavor (default [`Flavor::Libmemcached`]).
+    pub flavor: Flavor,
+    /// The key hash (`None`: the flavor's).
+    pub hash: Option<KeyHash>,
+    /// The hash tag.
+    pub hash_tag: Option<HashTag>,
+    /// The key prefix (namespace).
+    pub prefix: Option<String>,
+    /// Placement hashes the prefix and the key.
+    pub hash_with_prefix: bool,
+    /// The protocol.
+    pub protocol: Option<Protocol>,
+    /// Connect, read, write and checkout timeout.
+    pub timeout: Option<Duration>,
+    /// Failure handling, when the file sets any of `failure_limit`, `retry_timeout_ms` or
+    /// `auto_eject` (the others keep [`FailurePolicy::default`]'s values).
+    pub failure_policy: Option<FailurePolicy>,
+}
+
+impl PoolConfig {
+    /// `b` with every setting the file gives for this pool.
+    pub fn apply<C>(&self, mut b: Builder<C>) -> Builder<C> {
+        b = b
+            .servers(self.servers.iter().cloned())
+            .flavor(self.flavor)
+            .hash_with_prefix(self.hash_with_prefix);
+        if let Some(h) = self.hash {
+            b = b.hash(h);
+        }
+        if let Some(t) = self.hash_tag {
+            b = b.hash_tag(t);
+        }
+        if let Some(p) = &self.prefix {
+            b = b.prefix(p);
+        }
+        if let Some(p) = self.protocol {
+            b = b.protocol(p);
+        }
+        if let Some(t) = self.timeout {
+            b = b
+                .connect_timeout(t)
+                .read_timeout(t)
+                .write_timeout(t)
+                .checkout_timeout(t);
+        }
+        if let Some(p) = self.failure_policy {
+            b = b.failure_policy(p);
+        }
+        b
+    }
+}
+
+/// The kind of route a [`RouteFile`] describes, with its settings.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum RouteSpec {
+    /// [`Router::warm_up`](crate::Router::warm_up): pools `new` and `old`.
+    WarmUp {
+        /// Expiry of values copied from `old` into `new` (`backfill_ttl`).
+        backfill: Expiry,
+    },
+    /// [`Router::migrate`](crate::Router::migrate): pools `new` and `old`.
+    Migrate {
+        /// The window's start (`None`: when the router is built, `start: now`).
+        start: Option<SystemTime>,
+        /// `window`.
+        window: Duration,
+        /// `tail`.
+        tail: Duration,
+        /// `backfill_ttl`.
+        backfill: Expiry,
+    },
+    /// [`Router::gutter`](crate::Router::gutter): pools `main` and `gutter`.
+    Gutter {
+        /// `ttl`.
+        ttl: Duration,
+    },
+    /// [`Router::mirror`](crate::Router::mirror): pools `a` and `b`.
+    Mirror {
+        /// `read`.
+        read: ReadPolicy,
+    },
+}
+
+impl RouteSpec {
+    /// The route's name as the file spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RouteSpec::WarmUp { .. } => "warm_up",
+            RouteSpec::Migrate { .. } => "migrate",
+            RouteSpec::Gutter { .. } => "gutter",
+            RouteSpec::Mirror { .. } => "mirror",
+        }
+    }
+
+    /// The file's keys of the two pools, first then second.
+    pub fn pool_keys(&self) -> [&'static str; 2] {
+        match self {
+            RouteSpec::WarmUp { .. } | RouteSpec::Migrate { .. } => ["new", "old"],
+            RouteSpec::Gutter { .. } => ["main", "gutter"],
+            RouteSpec::Mirror { .. } => ["a", "b"],
+        }
+    }
+}
+
+/// A route read from a YAML file: the route, its settings and its two pools.
+///
+/// ```
+/// let yaml = r#"
+/// route: warm_up
+/// backfill_ttl: 3600
+/// new: { servers: ["127.0.0.1:11211 1", "127.0.0.1:11212 1"], flavor: libmemcached, hash: md5 }
+/// old: { servers: ["127.0.0.1:11211", "127.0.0.1:11212"], flavor: twemproxy, hash: fnv1a_64 }
+/// "#;
+/// let file = memshard::routes::RouteFile::parse(yaml)?;
+/// assert_eq!(file.spec.name(), "warm_up");
+/// assert_eq!(file.pools[1].flavor, memshard::Flavor::Twemproxy);
+/// // building connects lazily: no server is needed yet
+/// let router = file.router()?;
+/// assert_eq!(router.stats().fallback_reads, 0);
+/// # Ok::<(), memshard::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RouteFile {
+    /// The route and its settings.
+    pub spec: RouteSpec,
+    /// The pools, first then second (new/old, main/gutter, a/b).
+    pub pools: [PoolConfig; 2],
+}
+
+const TOP_KEYS: [&str; 7] = [
+    "route",
+    "backfill_ttl",
+    "start",
+    "window",
+    "tail",
+    "ttl",
+    "read",
+];
+const POOL_KEYS: [&str; 11] = [
+    "servers",
+    "flavor",
+    "hash",
+    "hash_tag",
+    "prefix",
+    "hash_with_prefix",
+    "protocol",
+    "timeout_ms",
+    "failure_limit",
+    "retry_timeout_ms",
+    "auto_eject",
+];
+
+fn bad<T>(msg: impl std::fmt::Display) -> Result<T> {
+    Err(Error::Config(format!("route file: {msg}")))
+}
+
+/// A value as written, for messages.
+fn shown(y: &Yaml) -> String {
+    match y {
+        Yaml::String(s) => format!("{s:?}"),
+        Yaml::Integer(i) => i.to_string(),
+        Yaml::Real(r) => r.clone(),
+        Yaml::Boolean(b) => b.to_string(),
+        Yaml::Null | Yaml::BadValue => "nothing".into(),
+        Yaml::Array(_) => "a list".into(),
+        Yaml::Hash(_) => "a mapping".into(),
+        Yaml::Alias(_) => "an alias".into(),
+    }
+}
+
+/// The string at `key`, or `None` when absent.
+fn string(y: &Yaml, key: &str) -> Result<Option<String>> {
+    match y {
+        Yaml::BadValue | Yaml::Null => Ok(None),
+        Yaml::String(s) => Ok(Some(s.clone())),
+        // `prefix: 42`, `hash_tag: {}` read as other types by YAML; the text is meant
+        Yaml::Integer(i) => Ok(Some(i.to_string())),
+        other => bad(format!("`{key}` is {}: give a string", shown(other))),
+    }
+}
+
+/// Whole seconds (or milliseconds) at `key`: a non-negative integer.
+fn count(y: &Yaml, key: &str) -> Result<Option<u64>> {
+    match y {
+        Yaml::BadValue | Yaml::Null => Ok(None),
+        Yaml::Integer(i) => u64::try_from(*i)
+            .map(Some)
+            .or_else(|_| bad(format!("`{key}` is {i}: give a whole number, 0 or more"))),
+        other => bad(format!("`{key}` is {}: give a whole number", shown(other))),
+    }
+}
+
+fn flag(y: &Yaml, key: &str) -> Result<Option<bool>> {
+    match y {
+        Yaml::BadValue | Yaml::Null => Ok(None),
+        Yaml::Boolean(b) => Ok(Some(*b)),
+        other => bad(format!("`{key}` is {}: give true or false", shown(other))),
+    }
+}
+
+/// The keys of mapping `h` not in `known`, as an error naming the first.
+fn unknown_keys(h: &yaml_rust2::yaml::Hash, known: &[&str], at: &str) -> Result<()> {
+    for k in h.keys() {
+        let name = k.as_str().map_or_else(|| shown(k), str::to_string);
+        if !known.contains(&name.as_str()) {
+            return bad(format!(
+                "unknown key `{at}{name}`: {}known keys here are {}",
+                if at.is_empty() {
+                    "a route's pools are new/old (warm_up, migrate), main/gutter (gutter) or a/b (mirror); "
+                } else {
+                    ""
+                },
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn pool(doc: &Yaml, name: &str) -> Result<PoolConfig> {
+    let p = &doc[name];
+    let h = match p {
+        Yaml::Hash(h) => h,
+        Yaml::BadValue | Yaml::Null => {
+            return bad(format!(
+                "no pool `{name}`: give `{name}:` with at least `servers`"
+            ));
+        }
+        other => {
+            return bad(format!(
+                "`{name}` is {}: give a mapping with `servers` and the pool's settings",
+                shown(other)
+            ));
+        }
+    };
+    unknown_keys(h, &POOL_KEYS, &format!("{name}."))?;
+    let key = |k: &str| format!("{name}.{k}");
+    let text = match &p["servers"] {
+        Yaml::Array(list) => {
+            let mut text = String::new();
+            for (i, s) in list.iter().enumerate() {
+                let Some(line) = s.as_str() else {
+                    return bad(format!(
+                        "`{}` entry {} is {}: give \"host:port [weight] [name]\"",
+                        key("servers"),
+                        i + 1,
+                        shown(s)
+                    ));
+                };
+                text.push_str(line);
+                text.push('\n');
+            }
+            text
+        }
+        Yaml::String(s) => s.clone(),
+        Yaml::BadValue | Yaml::Null => {
+            return bad(format!(
+                "pool `{name}` has no `servers`: give a list of \"host:port [weight] [name]\""
+            ));
+        }
+        other => {
+            return bad(format!(
+                "`{}` is {}: give a list of \"host:port [weight] [name]\"",
+                key("servers"),
+                shown(other)
+            ));
+        }
+    };
+    let servers =
+        parse_server_list(&text).or_else(|e| bad(format!("`{}`: {e}", key("servers"))))?;
+    if servers.is_empty() {
+        return bad(format!(
+            "`{}` is empty: give at least one server",
+            key("servers")
+        ));
+    }
+    let parsed = |k: &str| -> Result<Option<String>> { string(&p[k], &key(k)) };
+    let flavor = match parsed("flavor")? {
+        Some(f) => f
+            .parse::<Flavor>()
+            .or_else(|e| bad(format!("`{}`: {e}", key("flavor"))))?,
+        None => Flavor::Libmemcached,
+    };
+    let hash = match parsed("hash")? {
+        Some(h) => Some(
+            h.parse::<KeyHash>()
+                .or_else(|e| bad(format!("`{}`: {e}", key("hash"))))?,
+        ),
+        None => None,
+    };
+    let hash_tag = match &p["hash_tag"] {
+        // `hash_tag: {}` is YAML's empty mapping; twemproxy's configs quote it, people may not
+        Yaml::Hash(h) if h.is_empty() => Some(HashTag::new(b'{', b'}')),
+        y => match string(y, &key("hash_tag"))? {
+            Some(t) => Some(
+                t.parse::<HashTag>()
+                    .or_else(|e| bad(format!("`{}`: {e}", key("hash_tag"))))?,
+            ),
+            None => None,
+        },
+    };
+    let prefix = parsed("prefix")?;
+    let protocol = match parsed("protocol")? {
+        Some(s) => Some(
+            s.parse::<Protocol>()
+                .or_else(|e| bad(format!("`{}`: {e}", key("protocol"))))?,
+        ),
+        None => None,
+    };
+    let timeout = match count(&p["timeout_ms"], &key("timeout_ms"))? {
+        Some(0) => {
+            return bad(format!(
+                "`{}` is 0: give milliseconds above 0",
+                key("timeout_ms")
+            ));
+        }
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => None,
+    };
+    let limit = count(&p["failure_limit"], &key("failure_limit"))?;
+    let retry = count(&p["retry_timeout_ms"], &key("retry_timeout_ms"))?;
+    let eject = flag(&p["auto_eject"], &key("auto_eject"))?;
+    let failure_policy = if limit.is_some() || retry.is_some() || eject.is_some() {
+        let d = FailurePolicy::default();
+        let limit = match limit {
+            Some(n) => u32::try_from(n)
+                .or_else(|_| bad(format!("`{}` is {n}: too large", key("failure_limit"))))?,
+            None => d.failure_limit,
+        };
+        Some(FailurePolicy::new(
+            limit,
+            retry.map_or(d.retry_timeout, Duration::from_millis),
+            eject.unwrap_or(d.auto_eject),
+        ))
+    } else {
+        None
+    };
+    Ok(PoolConfig {
+        servers,
+        flavor,
+        hash,
+        hash_tag,
+        prefix,
+        hash_with_prefix: flag(&p["hash_with_prefix"], &key("hash_with_prefix"))?.unwrap_or(false),
+        protocol,
+        timeout,
+        failure_policy,
+    })
+}
+
+/// `backfill_ttl`: required, seconds above 0 or `never`.
+fn backfill(doc: &Yaml, route: &str) -> Result<Expiry> {
+    match &doc["backfill_ttl"] {
+        Yaml::String(s) if s == "never" => Ok(Expiry::NEVER),
+        Yaml::BadValue | Yaml::Null => bad(format!(
+            "route {route} needs `backfill_ttl`: the seconds a value copied from the old pool lives in the new one (text memcached cannot tell what is left of its TTL), or `never`"
+        )),
+        y => match count(y, "backfill_ttl")? {
+            Some(0) | None => bad(
+                "`backfill_ttl` is 0: give seconds above 0, or `never` for values that never expire",
+            ),
+            Some(s) => Ok(Expiry::after(Duration::from_secs(s))),
+        },
+    }
+}
+
+/// A required number of seconds at `key`.
+fn seconds(doc: &Yaml, key: &str, route: &str, what: &str) -> Result<Duration> {
+    match count(&doc[key], key)? {
+        Some(s) => Ok(Duration::from_secs(s)),
+        None => bad(format!("route {route} needs `{key}`: {what}")),
+    }
+}
+
+/// The keys a route of kind `route` takes, beyond `route` itself.
+fn keys_of(route: &str) -> &'static [&'static str] {
+    match route {
+        "warm_up" => &["backfill_ttl"],
+        "migrate" => &["backfill_ttl", "start", "window", "tail"],
+        "gutter" => &["ttl"],
+        _ => &["read"],
+    }
+}
+
+impl RouteFile {
+    /// Read a route from YAML text (see [the module](self) for the keys).
+    /// [`Error::Config`] names the key to fix.
+    pub fn parse(yaml: &str) -> Result<RouteFile> {
+        let docs = YamlLoader::load_from_str(yaml).or_else(|e| bad(format!("not YAML: {e}")))?;
+        let doc = match docs.as_slice() {
+            [d @ Yaml::Hash(_)] => d,
+            [] => return bad("it is empty: give `route:` and the route's pools"),
+            [_] => return bad("expected a mapping with `route:` and the route's pools"),
+            _ => return bad("it holds several YAML documents: give one route per file"),
+        };
+        let route = match string(&doc["route"], "route")? {
+            Some(r) => r,
+            None => return bad("no `route`: give warm_up, migrate, gutter or mirror"),
+        };
+        let spec = match route.as_str() {
+            "warm_up" | "warm-up" => RouteSpec::WarmUp {
+                backfill: backfill(doc, "warm_up")?,
+            },
+            "migrate" => {
+                let start = match &doc["start"] {
+                    Yaml::String(s) if s == "now" => None,
+                    Yaml::BadValue | Yaml::Null => None,
+                    Yaml::String(s) => {
+                        return bad(format!(
+                            "`start` is {s:?}: give now or the Unix time in seconds"
+                        ));
+                    }
+                    y => count(y, "start")?.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+                };
+                let window = seconds(
+                    doc,
+                    "window",
+                    "migrate",
+                    "the seconds reads fall back to the old pool",
+                )?;
+                let tail = match count(&doc["tail"], "tail")? {
+                    Some(s) => Duration::from_secs(s),
+                    None => window,
+                };
+                RouteSpec::Migrate {
+                    start,
+                    window,
+                    tail,
+                    backfill: backfill(doc, "migrate")?,
+                }
+            }
+            "gutter" => {
+                let ttl = seconds(
+                    doc,
+                    "ttl",
+                    "gutter",
+                    "the longest a key lives in the gutter, in seconds (mcrouter uses 60)",
+                )?;
+                crate::routes::gutter_ttl(ttl).or_else(|_| {
+                    bad(format!(
+                        "`ttl` is {}: give seconds from 1 to 2592000 (30 days)",
+                        ttl.as_secs()
+                    ))
+                })?;
+                RouteSpec::Gutter { ttl }
+            }
+            "mirror" => RouteSpec::Mirror {
+                read: match string(&doc["read"], "read")? {
+                    Some(r) => r.parse().or_else(|_| {
+                        bad(format!(
+                            "`read` is {r:?}: give prefer-a, prefer-b or random"
+                        ))
+                    })?,
+                    None => ReadPolicy::PreferA,
+                },
+            },
+            other => {
+                return bad(format!(
+                    "`route` is {other:?}: give warm_up, migrate, gutter or mirror"
+                ));
+            }
+        };
+        let Yaml::Hash(h) = doc else {
+            return bad("expected a mapping");
+        };
+        let name = spec.name();
+        let [first, second] = spec.pool_keys();
+        let mut known: Vec<&str> = vec!["route", first, second];
+        known.extend(keys_of(name));
+        for k in h.keys().filter_map(Yaml::as_str) {
+            if TOP_KEYS.contains(&k) && !known.contains(&k) {
+                return bad(format!(
+                    "`{k}` is not a setting of route {name}: its keys are {}",
+                    known.join(", ")
+                ));
+            }
+        }
+        unknown_keys(h, &known, "")?;
+        let pools = [pool(doc, first)?, pool(doc, second)?];
+        if matches!(spec, RouteSpec::Gutter { .. })
+            && pools[0].failure_policy.is_some_and(|p| p.auto_eject)
+        {
+            return bad(
+                "`main.auto_eject` is true: a gutter serves a failed main server's keys instead of moving them to its neighbours; remove it or set it to false",
+            );
+        }
+        Ok(RouteFile { spec, pools })
+    }
+
+    /// Read a route from the YAML file at `path`; errors name the file.
+    pub fn load(path: impl AsRef<Path>) -> Result<RouteFile> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Config(format!("cannot read route file {}: {e}", path.display()))
+        })?;
+        RouteFile::parse(&text).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            e => e,
+        })
+    }
+
+    /// The migration window, its start resolved to `now` where the file says `now`.
+    fn migration(&self, now: SystemTime) -> Option<Migration> {
+        match &self.spec {
+            RouteSpec::Migrate {
+                start,
+                window,
+                tail,
+                backfill,
+            } => {
+                let mut m = Migration::new(start.unwrap_or(now), *window, *backfill);
+                m.tail = *tail;
+                Some(m)
+            }
+            _ => None,
+        }
+    }
+
+    /// The builder of pool `role`: `base` (the caller's defaults: timeouts, credentials,
+    /// pool size...), then what the file says; a gutter's main pool without auto-eject.
+    fn builder<C>(&self, role: PoolRole, base: Builder<C>) -> Builder<C> {
+        let mut b = self.pools[role.index()].apply(base);
+        if matches!(self.spec, RouteSpec::Gutter { .. }) && role == PoolRole::First {
+            b.settings.policy.auto_eject = false;
+        }
+        b
+    }
+
+    /// The blocking [`Router`](crate::Router) the file describes, each pool's client built
+    /// from the file's settings and the library's defaults.
+    pub fn router(&self) -> Result<crate::Router> {
+        self.router_with(|_, b| b)
+    }
+
+    /// [`router`](Self::router), each pool's client starting from `base(role, builder)`
+    /// (settings the file does not give, such as credentials, TLS or pool size); the file's
+    /// settings are applied over it.
+    pub fn router_with(
+        &self,
+        mut base: impl FnMut(PoolRole, Builder<crate::Client>) -> Builder<crate::Client>,
+    ) -> Result<crate::Router> {
+        use crate::Router;
+        let mut client = |role| {
+            self.builder(role, base(role, crate::Client::builder()))
+                .build()
+        };
+        let (first, second) = (client(PoolRole::First)?, client(PoolRole::Second)?);
+        Ok(match &self.spec {
+            RouteSpec::WarmUp { backfill } => Router::warm_up(first, second, *backfill),
+            RouteSpec::Migrate { .. } => {
+                let m = self.migration(SystemTime::now());
+                Router::migrate(
+                    first,
+                    second,
+                    m.ok_or_else(|| Error::Config("route file: not a migration".into()))?,
+                )
+            }
+            RouteSpec::Gutter { ttl } => Router::gutter(first, second, *ttl)?,
+            RouteSpec::Mirror { read } => Router::mirror(first, second, *read)?,
+        })
+    }
+
+    /// The async [`Router`](crate::aio::Router) the file describes.
+    #[cfg(feature = "async")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+    pub fn async_router(&self) -> Result<crate::aio::Router> {
+        self.async_router_with(|_, b| b)
+    }
+
+    /// [`async_router`](Self::async_router), each pool's client starting from
+    /// `base(role, builder)` as in [`router_with`](Self::router_with).
+    #[cfg(feature = "async")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+    pub fn async_router_with(
+        &self,
+        mut base: impl FnMut(PoolRole, Builder<crate::aio::Client>) -> Builder<crate::aio::Client>,
+    ) -> Result<crate::aio::Router> {
+        use crate::aio::{Client, Router};
+        let mut client = |role| self.builder(role, base(role, Client::builder())).build();
+        let (first, second) = (client(PoolRole::First)?, client(PoolRole::Second)?);
+        Ok(match &self.spec {
+            RouteSpec::WarmUp { backfill } => Router::warm_up(first, second, *backfill),
+            RouteSpec::Migrate { .. } => {
+                let m = self.migration(SystemTime::now());
+                Router::migrate(
+                    first,
+                    second,
+                    m.ok_or_else(|| Error::Config("route file: not a migration".into()))?,
+                )
+            }
+            RouteSpec::Gutter { ttl } => Router::gutter(first, second, *ttl)?,
+            RouteSpec::Mirror { read } => Router::mirror(first, second, *read)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEW: &str = "new: { servers: [\"127.0.0.1:11211 1\", \"127.0.0.1:11212 1\"], flavor: libmemcached, hash: md5 }\n";
+    const OLD: &str = "old: { servers: [\"127.0.0.1:11211\", \"127.0.0.1:11212\"], flavor: twemproxy, hash: fnv1a_64 }\n";
+
+    fn err(yaml: &str) -> String {
+        match RouteFile::parse(yaml) {
+            Err(Error::Config(m)) => m,
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn warm_up_reads_both_pools() {
+        let f = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: 3600\n{NEW}{OLD}"))
+            .expect("valid");
+        assert_eq!(
+            f.spec,
+            RouteSpec::WarmUp {
+                backfill: Expiry::after(Duration::from_secs(3600))
+            }
+        );
+        assert_eq!(f.pools[0].hash, Some(KeyHash::Md5));
+        assert_eq!(f.pools[0].servers.len(), 2);
+        assert_eq!(f.pools[1].flavor, Flavor::Twemproxy);
+        assert_eq!(f.pools[1].hash, Some(KeyHash::Fnv1a_64));
+        let r = f.router().expect("builds without connecting");
+        assert_eq!(r.phase(), Some(crate::routes::Phase::WarmUp));
+        let never = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: never\n{NEW}{OLD}"))
+            .expect("valid");
+        assert_eq!(
+            never.spec,
+            RouteSpec::WarmUp {
+                backfill: Expiry::NEVER
+            }
+        );
+    }
+
+    #[test]
+    fn migrate_takes_a_window() {
+        let f = RouteFile::parse(&format!(
+            "route: migrate\nstart: 1800000000\nwindow: 600\nbackfill_ttl: 60\n{NEW}{OLD}"
+        ))
+        .expect("valid");
+        let RouteSpec::Migrate {
+            start,
+            window,
+            tail,
+            ..
+        } = f.spec
+        else {
+            panic!("not a migration: {:?}", f.spec)
+        };
+        assert_eq!(start, Some(UNIX_EPOCH + Duration::from_secs(1_800_000_000)));
+        assert_eq!((window, tail), (Duration::from_secs(600), window));
+        let r = f.router().expect("builds");
+        // 1_800_000_000 is in 2027: the window has not started
+        if SystemTime::now() < UNIX_EPOCH + Duration::from_secs(1_800_000_000) {
+            assert_eq!(r.phase(), Some(crate::routes::Phase::Old));
+        }
+        let now = RouteFile::parse(&format!(
+            "route: migrate\nstart: now\nwindow: 600\ntail: 30\nbackfill_ttl: 60\n{NEW}{OLD}"
+        ))
+        .expect("valid");
+        assert_eq!(
+            now.router().expect("builds").phase(),
+            Some(crate::routes::Phase::WarmUp)
+        );
+        assert!(err(&format!("route: migrate\nbackfill_ttl: 60\n{NEW}{OLD}")).contains("`window`"));
+    }
+
+    #[test]
+    fn gutter_and_mirror() {
+        let g = RouteFile::parse(
+            "route: gutter\nttl: 60\nmain: { servers: [\"127.0.0.1:11211\"], protocol: meta, prefix: \"app:\" }\ngutter: { servers: \"127.0.0.1:11311\" }\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            g.spec,
+            RouteSpec::Gutter {
+                ttl: Duration::from_secs(60)
+            }
+        );
+        assert_eq!(g.pools[0].protocol, Some(Protocol::Meta));
+        assert_eq!(g.pools[0].prefix.as_deref(), Some("app:"));
+        g.router().expect("main without auto-eject");
+        let m = RouteFile::parse(
+            "route: mirror\nread: random\na: { servers: [\"127.0.0.1:11211\"] }\nb: { servers: [\"127.0.0.1:11212\"], hash_tag: \"{}\" }\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            m.spec,
+            RouteSpec::Mirror {
+                read: ReadPolicy::Random
+            }
+        );
+        assert!(m.pools[1].hash_tag.is_some());
+        m.router().expect("two pools of their own");
+        let shared = RouteFile::parse(
+            "route: mirror\na: { servers: [\"127.0.0.1:11211\"] }\nb: { servers: [\"127.0.0.1:11211\"] }\n",
+        )
+        .expect("parses");
+        assert!(matches!(shared.router(), Err(Error::Config(_))));
+    }
+
+    #[test]
+    fn errors_name_the_key_to_fix() {
+        let cases: &[(&str, &str)] = &[
+            ("", "empty"),
+            ("- a\n- b\n", "mapping"),
+            (&format!("{NEW}{OLD}"), "no `route`"),
+            (&format!("route: warm\n{NEW}{OLD}"), "`route` is \"warm\""),
+            (&format!("route: warm_up\n{NEW}{OLD}"), "`backfill_ttl`"),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 0\n{NEW}{OLD}"),
+                "`backfill_ttl` is 0",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: -5\n{NEW}{OLD}"),
+                "`backfill_ttl` is -5",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 60\n{NEW}"),
+                "no pool `old`",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 60\nttl: 5\n{NEW}{OLD}"),
+                "`ttl` is not a setting of route warm_up",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 60\nmain: {{}}\n{NEW}{OLD}"),
+                "unknown key `main`",
+            ),
+            (
+                &format!(
+                    "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"x:1\"], flavour: twemproxy }}\n"
+                ),
+                "unknown key `old.flavour`",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [] }}\n"),
+                "`old.servers` is empty",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [1] }}\n"),
+                "`old.servers` entry 1",
+            ),
+            (
+                &format!("route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ flavor: twemproxy }}\n"),
+                "pool `old` has no `servers`",
+            ),
+            (
+                &format!(
+                    "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"a:1\"], hash: sha3 }}\n"
+                ),
+                "`old.hash`",
+            ),
+            (
+                &format!(
+                    "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"a:1\"], flavor: memcachier }}\n"
+                ),
+                "`old.flavor`",
+            ),
+            (
+                &format!(
+                    "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"a:1\"], protocol: binary }}\n"
+                ),
+                "`old.protocol`",
+            ),
+            (
+                &format!(
+                    "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"a:1\"], timeout_ms: 0 }}\n"
+                ),
+                "`old.timeout_ms` is 0",
+            ),
+            (
+                &format!(
+                    "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"a:1\"], auto_eject: yes please }}\n"
+                ),
+                "`old.auto_eject`",
+            ),
+            (
+                "route: gutter\nmain: { servers: [\"a:1\"] }\ngutter: { servers: [\"b:1\"] }\n",
+                "needs `ttl`",
+            ),
+            (
+                "route: gutter\nttl: 0\nmain: { servers: [\"a:1\"] }\ngutter: { servers: [\"b:1\"] }\n",
+                "`ttl` is 0",
+            ),
+            (
+                "route: gutter\nttl: 60\nmain: { servers: [\"a:1\"], auto_eject: true }\ngutter: { servers: [\"b:1\"] }\n",
+                "`main.auto_eject` is true",
+            ),
+            (
+                "route: mirror\nread: fastest\na: { servers: [\"a:1\"] }\nb: { servers: [\"b:1\"] }\n",
+                "`read` is \"fastest\"",
+            ),
+            (
+                "route: warm_up\nbackfill_ttl: 60\nnew: [1]\nold: { servers: [\"b:1\"] }\n",
+                "`new` is a list",
+            ),
+            ("route: [warm_up\n", "not YAML"),
+            (
+                &format!("route: migrate\nstart: soon\nwindow: 60\nbackfill_ttl: 60\n{NEW}{OLD}"),
+                "`start` is \"soon\"",
+            ),
+        ];
+        for (yaml, want) in cases {
+            let m = err(yaml);
+            assert!(m.contains(want), "{yaml:?}: {m:?} does not say {want:?}");
+            assert!(!m.contains("--"), "a library error names no CLI flag: {m}");
+        }
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = std::env::temp_dir().join(format!("memshard-route-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("route.yml");
+        std::fs::write(&path, "route: warm_up\n").expect("write");
+        let Err(Error::Config(m)) = RouteFile::load(&path) else {
+            panic!("expected an error")
+        };
+        assert!(m.starts_with(&path.display().to_string()), "{m}");
+        let Err(Error::Config(m)) = RouteFile::load(dir.join("absent.yml")) else {
+            panic!("expected an error")
+        };
+        assert!(m.contains("cannot read route file"), "{m}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
