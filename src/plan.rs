@@ -1,6 +1,7 @@
 //! The planner: what moves when the server list changes, how even the load is, and how
 //! ketama compares with modulo, jump hash, rendezvous hashing and 16384 fixed slots on the
-//! same keys.
+//! same keys; and what switching keys to another pool costs, cold or through a warm-up route
+//! ([`plan_migration`]).
 //!
 //! The reports only the `memshard plan` command prints (`compare_flavors`, `tag_audit`,
 //! `imbalance_with_points`) come with the feature `cli`; `serde::Serialize` on the results
@@ -13,6 +14,8 @@ use crate::servers::Server;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod migrate;
+pub use migrate::{MigrationPlan, PoolPlacement, ServerLoad, plan_migration};
 #[cfg(feature = "cli")]
 mod reports;
 #[cfg(feature = "cli")]
