@@ -1,5 +1,6 @@
 //! `memshard bench`: a memcslap-like load over real servers, and `--route-only` timing.
 
+use crate::routed::Routed;
 use hdrhistogram::Histogram;
 use memshard::Expiry;
 use memshard::{Client, Error, Ring};
@@ -122,6 +123,7 @@ impl Rng {
 
 fn worker(
     client: &Client,
+    route: Option<&Routed>,
     spec: &Spec,
     t: usize,
     deadline: Option<Instant>,
@@ -169,7 +171,11 @@ fn worker(
         let is_get = (rng.next() & 0xffff_ffff) < get_cut;
         let res: Result<(), Error> = if is_get {
             r.gets += 1;
-            client.get(&key).map(|item| {
+            match route {
+                Some(r) => r.router.get(&key),
+                None => client.get(&key),
+            }
+            .map(|item| {
                 let Some(item) = item else { return };
                 r.hits += 1;
                 hit = true;
@@ -195,7 +201,11 @@ fn worker(
             r.sets += 1;
             version += 1;
             let v = make_value(&key, t, version, spec.value_size);
-            match client.set(&key, &v, Expiry::NEVER) {
+            let set = match route {
+                Some(r) => r.router.set(&key, &v, Expiry::NEVER),
+                None => client.set(&key, &v, Expiry::NEVER),
+            };
+            match set {
                 Ok(_) => {
                     last_ok.insert(k, version);
                     Ok(())
@@ -240,8 +250,9 @@ fn worker(
     r
 }
 
-/// Run the load and print the report.
-pub fn run(client: &Client, spec: &Spec) -> Outcome {
+/// Run the load and print the report: through `route` when given (`client` is then its
+/// new pool's, for the ring and the hot keys), else through `client`.
+pub fn run(client: &Client, route: Option<&Routed>, spec: &Spec) -> Outcome {
     let threads = spec.threads.max(1);
     let ops = spec.ops.unwrap_or(if spec.seconds.is_some() {
         u64::MAX
@@ -251,6 +262,9 @@ pub fn run(client: &Client, spec: &Spec) -> Outcome {
     let deadline = spec
         .seconds
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    if let Some(r) = route {
+        println!("memshard bench: through route {}", r.name);
+    }
     println!(
         "memshard bench: {} servers, {threads} threads, {}, {} keys, {}-byte values, get ratio {}{}",
         client.ring().servers().len(),
@@ -272,7 +286,7 @@ pub fn run(client: &Client, spec: &Spec) -> Outcome {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let quota = ops / threads as u64 + u64::from((t as u64) < ops % threads as u64);
-                s.spawn(move || worker(client, spec, t, deadline, quota))
+                s.spawn(move || worker(client, route, spec, t, deadline, quota))
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
@@ -325,6 +339,9 @@ pub fn run(client: &Client, spec: &Spec) -> Outcome {
     if spec.verify {
         println!("values checked: {}", total.checked);
         println!("wrong values: {}", total.wrong);
+    }
+    if let Some(r) = route {
+        println!("{}", crate::routed::counters_line(r));
     }
     report_hot_keys(client, spec.hot_keys, total.gets);
     let window_errors = spec

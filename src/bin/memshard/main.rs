@@ -5,6 +5,7 @@
 mod bench;
 mod demo;
 mod plan_cmd;
+mod routed;
 mod security;
 mod values;
 
@@ -88,6 +89,25 @@ struct PlanArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// What switching to another ring costs on the keys: the misses of a cold switch against
+    /// a warm-up route (memshard get/set --warm-from): the old ring is --warm-from (the new one
+    /// --servers), or --servers with --to FILE2 as the new list (same flavor and hash).
+    #[arg(long)]
+    migrate: bool,
+    /// With --migrate: the old ring's server list (--servers is the new ring's).
+    #[arg(
+        long,
+        value_name = "OLD_FILE",
+        requires = "migrate",
+        conflicts_with = "to"
+    )]
+    warm_from: Option<PathBuf>,
+    /// The old ring's placement flavor (default libmemcached).
+    #[arg(long, value_name = "F", requires = "warm_from")]
+    warm_from_flavor: Option<String>,
+    /// The old ring's key hash (default: its flavor's).
+    #[arg(long, value_name = "H", requires = "warm_from")]
+    warm_from_hash: Option<String>,
     /// Also write an SVG picture of the plan.
     #[arg(long, value_name = "OUT")]
     svg: Option<PathBuf>,
@@ -114,6 +134,8 @@ struct BenchArgs {
     ring: RingArgs,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    routes: routed::RouteFlags,
     /// Worker threads (1 to 1024).
     #[arg(long, default_value_t = 2,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_BENCH_THREADS))]
@@ -187,6 +209,8 @@ struct GetArgs {
     ring: RingArgs,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    routes: routed::RouteFlags,
     /// Decode each value as this peer stores it: raw, php-memcached, pylibmc, dalli,
     /// spymemcached, node-memcached (default: print the stored bytes).
     #[arg(long, value_name = "CODEC", value_parser = values::parse_codec)]
@@ -205,6 +229,8 @@ struct SetArgs {
     ring: RingArgs,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    routes: routed::RouteFlags,
     /// Expiry in seconds (0: never).
     #[arg(long, default_value_t = 0, value_name = "S")]
     ttl: u32,
@@ -232,6 +258,8 @@ struct DeleteArgs {
     ring: RingArgs,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    routes: routed::RouteFlags,
     /// Keys to delete.
     #[arg(required = true)]
     keys: Vec<std::ffi::OsString>,
@@ -242,7 +270,9 @@ struct DeleteArgs {
 struct RingArgs {
     /// Server list file: `HOST:PORT [WEIGHT] [NAME]` per line (also libketama, twemproxy and
     /// libmemcached spellings). `-` reads it from standard input.
-    #[arg(long, value_name = "FILE", required_unless_present_any = ["twemproxy_config", "libmemcached_config"])]
+    /// (Required unless --twemproxy-config, --libmemcached-config or, where taken, --route
+    /// gives the servers.)
+    #[arg(long, value_name = "FILE")]
     servers: Option<PathBuf>,
     /// Read servers, hash, hash_tag and failure settings from this twemproxy nutcracker.yml
     /// (placement equals nutcracker's for that pool).
@@ -585,7 +615,7 @@ fn keys_from(
 const CLI_BATCH: usize = 1000;
 
 fn get(a: GetArgs) -> Result<(), Failure> {
-    let client = a.ring.client(&a.net, 2)?;
+    let client = routed::Target::new(&a.routes, &a.ring, &a.net, 2)?;
     let keys = keys_from(&a.keys, a.ring.servers_from_stdin())?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -638,6 +668,7 @@ fn get(a: GetArgs) -> Result<(), Failure> {
     }
     out.flush()?;
     eprintln!("memshard get: {hits} hits, {misses} misses, {errors} errors");
+    client.report("get");
     if errors > 0 {
         return Err(Failure {
             code: 1,
@@ -683,7 +714,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
             items
         }
     };
-    let client = a.ring.client(&a.net, 2)?;
+    let client = routed::Target::new(&a.routes, &a.ring, &a.net, 2)?;
     let (mut stored, mut failed) = (0usize, 0usize);
     let expiry = ttl_expiry(a.ttl);
     if a.codec.is_some() || a.value_type.is_some() {
@@ -692,7 +723,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
         for (k, v) in &items {
             let shown = String::from_utf8_lossy(k);
             let value = values::parse_value(ty, v).map_err(|e| usage(format!("{shown}: {e}")))?;
-            match client.set_value_with(codec, k, &value, expiry) {
+            match client.set_value(codec, k, &value, expiry) {
                 Ok(StoreOutcome::Stored) => stored += 1,
                 Ok(other) => {
                     failed += 1;
@@ -704,6 +735,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
                 }
             }
         }
+        client.report("set");
         return set_summary(stored, failed);
     }
     for batch in items.chunks(CLI_BATCH) {
@@ -721,6 +753,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
             }
         }
     }
+    client.report("set");
     set_summary(stored, failed)
 }
 
@@ -736,7 +769,7 @@ fn set_summary(stored: usize, failed: usize) -> Result<(), Failure> {
 }
 
 fn delete(a: DeleteArgs) -> Result<(), Failure> {
-    let client = a.ring.client(&a.net, 2)?;
+    let client = routed::Target::new(&a.routes, &a.ring, &a.net, 2)?;
     let keys: Vec<&[u8]> = a.keys.iter().map(|k| os_bytes(k)).collect();
     let (mut deleted, mut missing, mut errors) = (0usize, 0usize, 0usize);
     for (k, r) in keys.iter().zip(client.delete_multi(&keys)) {
@@ -750,6 +783,7 @@ fn delete(a: DeleteArgs) -> Result<(), Failure> {
         }
     }
     eprintln!("memshard delete: {deleted} deleted, {missing} not found, {errors} errors");
+    client.report("delete");
     if errors > 0 {
         return Err(Failure {
             code: 1,
@@ -761,6 +795,11 @@ fn delete(a: DeleteArgs) -> Result<(), Failure> {
 
 fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
     if a.route_only {
+        if a.routes.any() {
+            return Err(usage(
+                "--route-only times one ring: give --servers without --warm-from or --route",
+            ));
+        }
         let ring = a.ring.build()?;
         bench::route_only(&ring, a.keys);
         return Ok(());
@@ -784,10 +823,16 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
     let hot = (a.hot_keys > 0).then(|| {
         memshard::HotKeys::top(a.hot_keys).counters(a.hot_keys.saturating_mul(16).max(4096))
     });
-    let client = a.ring.client_with(&a.net, pool_size, |b| match hot {
-        Some(h) => b.hot_keys(h),
+    let more = |b: memshard::Builder| match &hot {
+        Some(h) => b.hot_keys(*h),
         None => b,
-    })?;
+    };
+    let route = a.routes.router(&a.ring, &a.net, pool_size, more)?;
+    let client = match &route {
+        // the new (main, a) pool's client: its ring and hot keys are the report's
+        Some(r) => r.router.pool(memshard::routes::PoolRole::First).clone(),
+        None => a.ring.client_with(&a.net, pool_size, more)?,
+    };
     let spec = bench::Spec {
         hot_keys: a.hot_keys,
         hot_share: a.hot_share,
@@ -808,7 +853,7 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
                 .unwrap_or(0)
         ),
     };
-    let outcome = bench::run(&client, &spec);
+    let outcome = bench::run(&client, route.as_ref(), &spec);
     if outcome.wrong > 0 {
         return Err(Failure {
             code: 1,
@@ -860,7 +905,11 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         }
         printed = true;
     }
-    if let Some(to) = &a.to {
+    if a.migrate {
+        plan_migrate(&a, &keys)?;
+        printed = true;
+    }
+    if let Some(to) = a.to.as_ref().filter(|_| !a.migrate) {
         let text = std::fs::read_to_string(to)
             .map_err(|e| usage(format!("cannot read server list {}: {e}", to.display())))?;
         let after = memshard::parse_server_list(&text)
@@ -936,8 +985,76 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
     }
     if !printed {
         return Err(usage(
-            "give --to FILE2 (plan a change), --vs-flavor B (compare two clients), --tag-audit --key-file F, or --points N,... (imbalance table)",
+            "give --to FILE2 (plan a change), --migrate with --warm-from OLD_FILE or --to FILE2 (cold switch against a warm-up route), --vs-flavor B (compare two clients), --tag-audit --key-file F, or --points N,... (imbalance table)",
         ));
+    }
+    Ok(())
+}
+
+/// `plan --migrate`: the old and new rings (and their prefixes), then the library's arithmetic.
+fn plan_migrate(a: &PlanArgs, keys: &memshard::plan::Keys) -> Result<(), Failure> {
+    use memshard::plan::{PoolPlacement, plan_migration};
+    let (new_ring, new_peer) = a.ring.resolve()?;
+    let prefix_of = |p: &Option<memshard::config::PeerConfig>| {
+        p.as_ref()
+            .map(|p| {
+                (
+                    p.prefix.clone().unwrap_or_default().into_bytes(),
+                    p.hash_with_prefix,
+                )
+            })
+            .unwrap_or_default()
+    };
+    let (old_ring, old_peer, new_ring, new_peer) = if let Some(old) = &a.warm_from {
+        let old_args = RingArgs {
+            servers: Some(old.clone()),
+            twemproxy_config: None,
+            pool: None,
+            libmemcached_config: None,
+            flavor: a.warm_from_flavor.clone(),
+            hash: a.warm_from_hash.clone(),
+            hash_tag: None,
+        };
+        let (old_ring, old_peer) = old_args.resolve().map_err(|f| Failure {
+            msg: format!("--warm-from: {}", f.msg),
+            ..f
+        })?;
+        (old_ring, old_peer, new_ring, new_peer)
+    } else if let Some(to) = &a.to {
+        let text = std::fs::read_to_string(to)
+            .map_err(|e| usage(format!("cannot read server list {}: {e}", to.display())))?;
+        let after = memshard::parse_server_list(&text)
+            .map_err(|e| usage(format!("{}: {e}", to.display())))?;
+        let after_ring = new_ring
+            .with_servers(after)
+            .map_err(|e| usage(format!("{}: {e}", to.display())))?;
+        (new_ring, new_peer.clone(), after_ring, new_peer)
+    } else {
+        return Err(usage(
+            "--migrate needs the old ring: --warm-from OLD_FILE (with --servers the new ring), or --to FILE2 (with --servers the old ring)",
+        ));
+    };
+    let (op, oh) = prefix_of(&old_peer);
+    let (np, nh) = prefix_of(&new_peer);
+    let p = plan_migration(
+        PoolPlacement::new(&old_ring).with_prefix(&op, oh),
+        PoolPlacement::new(&new_ring).with_prefix(&np, nh),
+        keys,
+    );
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&p).map_err(|e| usage(e.to_string()))?
+        );
+    } else {
+        print!(
+            "{}",
+            plan_cmd::migrate_text(
+                &p,
+                &old_ring.flavor().to_string(),
+                &new_ring.flavor().to_string()
+            )
+        );
     }
     Ok(())
 }

@@ -331,3 +331,63 @@ pub fn audit_text(a: &TagAudit, tag: &str) -> String {
     }
     o
 }
+
+/// `plan --migrate` as text.
+pub fn migrate_text(p: &memshard::plan::MigrationPlan, old: &str, new: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "memshard plan --migrate: {} keys, old ring ({old}, {} servers) -> new ring ({new}, {} servers)",
+        p.keys,
+        p.fallback_reads_by_server.len(),
+        p.backfills_by_server.len()
+    );
+    let _ = writeln!(
+        o,
+        "  copy kept (same server, same key as sent): {:>10} ({})",
+        p.same_copy,
+        pct(1.0 - p.moved_share)
+    );
+    let _ = writeln!(
+        o,
+        "  copy moved:                                {:>10} ({}){}",
+        p.moved,
+        pct(p.moved_share),
+        if p.moved_by_prefix > 0 {
+            format!(", {} of them by the prefix alone", p.moved_by_prefix)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "cold switch:     {:>10} misses ({}) on the first read after the switch, each a database read",
+        p.cold_misses,
+        pct(p.cold_miss_share)
+    );
+    let _ = writeln!(
+        o,
+        "warm-up route:   {:>10} misses from the switch (only keys absent from both rings miss)",
+        p.warm_misses
+    );
+    let _ = writeln!(
+        o,
+        "                 extra load in the first pass: {} fallback reads on the old ring, {} backfills (add) into the new ring",
+        p.fallback_reads, p.backfills
+    );
+    let _ = writeln!(o);
+    let rows = |o: &mut String, title: &str, list: &[memshard::plan::ServerLoad]| {
+        let _ = writeln!(o, "{title}:");
+        for s in list {
+            let _ = writeln!(o, "  {:<28} {:>10} ({})", s.addr, s.keys, pct(s.share));
+        }
+    };
+    rows(
+        &mut o,
+        "fallback reads by old server",
+        &p.fallback_reads_by_server,
+    );
+    rows(&mut o, "backfills by new server", &p.backfills_by_server);
+    o
+}
