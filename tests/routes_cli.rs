@@ -339,3 +339,34 @@ fn route_file_drives_get_and_bench() {
     );
     assert_eq!(out.status.code(), Some(2), "--route replaces --servers");
 }
+
+/// Route flags that would do nothing are refused, not ignored: `--auto-eject` with a gutter
+/// route (the gutter exists so that nothing is rehashed), `--warm-backfill-ttl` without
+/// `--warm-from`. Nothing is sent: the addresses listen nowhere.
+#[test]
+fn route_flags_that_would_do_nothing_are_refused() {
+    let gutter = TempFile::new(
+        "gutter.yml",
+        "route: gutter\nttl: 30\nmain: { servers: [\"127.0.19.200:1\"] }\ngutter: { servers: [\"127.0.19.201:1\"] }\n",
+    );
+    let out = memshard(&["get", "--route", gutter.path(), "--auto-eject", "k"], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--auto-eject with a gutter route"), "{err}");
+
+    let list = TempFile::new("new.txt", "127.0.19.200:1\n");
+    let out = memshard(
+        &[
+            "get",
+            "--servers",
+            list.path(),
+            "--warm-backfill-ttl",
+            "60",
+            "k",
+        ],
+        b"",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--warm-from"), "{err}");
+}

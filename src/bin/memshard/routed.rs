@@ -31,9 +31,10 @@ pub struct RouteFlags {
     #[arg(long, value_name = "H", requires = "warm_from")]
     pub warm_from_hash: Option<String>,
     /// With --warm-from: seconds a value copied from the old ring into the new one lives
-    /// there (memcached cannot tell what is left of the original TTL; 0: never expires).
-    #[arg(long, value_name = "SECS", default_value_t = 3600)]
-    pub warm_backfill_ttl: u32,
+    /// there (memcached cannot tell what is left of the original TTL; 0: never expires;
+    /// default 3600).
+    #[arg(long, value_name = "SECS", requires = "warm_from")]
+    pub warm_backfill_ttl: Option<u32>,
     /// A route file (YAML: route warm_up, migrate, gutter or mirror, and its two pools; see
     /// the README). Replaces --servers; the connection flags apply to both pools unless the
     /// file sets them.
@@ -77,6 +78,12 @@ impl RouteFlags {
     ) -> Result<Option<Routed>, Failure> {
         if let Some(path) = &self.route {
             let file = RouteFile::load(path).map_err(usage)?;
+            if net.auto_eject && file.spec.name() == "gutter" {
+                // said, not quietly dropped: the gutter exists so that nothing is rehashed
+                return Err(usage(
+                    "--auto-eject with a gutter route: the gutter takes a failed server's keys instead of its neighbours; drop --auto-eject",
+                ));
+            }
             let b = base(net, pool_size)?;
             return file
                 .router_with(|role, _| match role {
@@ -118,7 +125,7 @@ impl RouteFlags {
             msg: format!("--warm-from: {}", f.msg),
             ..f
         })?;
-        let backfill = match self.warm_backfill_ttl {
+        let backfill = match self.warm_backfill_ttl.unwrap_or(3600) {
             0 => memshard::Expiry::NEVER,
             s => memshard::Expiry::after(Duration::from_secs(u64::from(s))),
         };
