@@ -651,6 +651,18 @@ fn warm_up(which: Which, base: u8) {
     let got = ok(api.gets(k), "gets").expect("value");
     assert_eq!(ok(api.cas(k, "c", &got.token), "cas"), StoreOutcome::Stored);
     assert_eq!(raw(one, k), some("c"), "cas kept the one copy");
+    // a token said to be the old pool's is refused even where the old pool's copy is the
+    // new pool's (same server: only the pool tells a token of another key as sent apart)
+    let old_token = RouteCas {
+        pool: Second,
+        server: one.addr(),
+        unique: api.pool_unique(Second, k),
+    };
+    refused(
+        api.cas(k, "d", &old_token),
+        "cas with an old-pool token, one copy",
+    );
+    assert_eq!(raw(one, k), some("c"), "a refused cas writes nothing");
     let items: Vec<(String, String)> = same[1..4].iter().map(|k| (k.clone(), "s".into())).collect();
     for r in api.set_multi(&items) {
         assert_eq!(ok(r, "set_multi"), StoreOutcome::Stored);
@@ -1099,6 +1111,28 @@ fn gutter(which: Which, base: u8) {
         Some(b"v4".to_vec()),
         "reads alone change nothing"
     );
+
+    // a killed server (connections refused, not timed out): the same
+    let dead = &s.0[1];
+    let dk: Vec<&String> = others
+        .iter()
+        .filter(|k| api.owner(First, k) == dead.addr())
+        .take(2)
+        .collect();
+    assert_eq!(dk.len(), 2, "keys of {}", dead.addr());
+    dead.signal("KILL");
+    let st0 = api.stats();
+    assert_eq!(
+        ok(api.set(dk[0], "v5", 0, Expiry::NEVER), "set, server killed"),
+        StoreOutcome::Stored
+    );
+    assert_eq!(raw(gs, dk[0]), some("v5"));
+    assert!(meta(gs, dk[0]).expect("on the gutter").1 <= GUTTER_TTL_SECS);
+    assert_eq!(api.value(dk[0]), Some(b"v5".to_vec()));
+    assert_eq!(api.value(dk[1]), None, "a gutter miss");
+    refused(api.incr(dk[1], 1), "incr, server killed");
+    let st1 = api.stats();
+    assert_eq!(grew!(st0, st1, gutter_requests, gutter_hits), (3, 1));
     println!("{name}: gutter {:?}", api.stats());
 }
 
