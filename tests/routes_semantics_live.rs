@@ -290,6 +290,16 @@ impl Api {
         assert_eq!(ok(r, format!("set {k} on {p:?}")), StoreOutcome::Stored);
     }
 
+    /// Marks `server` (of pool `p`, just stopped) down with a read of `k` it owns there that
+    /// times out: the writes that follow fail at once, unsent. (A write that timed out would
+    /// sit in the stopped server's socket and be applied when it continues.)
+    fn mark_down(&self, p: PoolRole, server: &Memcached, k: &str) {
+        assert_eq!(self.owner(p, k), server.addr());
+        let r = on!(self, r => r.pool(p).get(k));
+        assert!(r.is_err(), "a read of a stopped server: {r:?}");
+        assert_eq!(self.down(p), [server.addr()]);
+    }
+
     /// `gets` on pool `p` alone: the CAS unique.
     fn pool_unique(&self, p: PoolRole, k: &str) -> u64 {
         let r = on!(self, r => r.pool(p).gets(k));
@@ -730,6 +740,31 @@ fn warm_up(which: Which, base: u8) {
         (6, 4, 4),
         "old hits and two-copy misses fall back; one-copy misses do not"
     );
+
+    // the old copy misses a delete (its server stopped): it is never read again, so never
+    // copied back, before its server deleted the key on return
+    let k = next();
+    api.pool_set(First, &k, "v1", 0);
+    api.pool_set(Second, &k, "v1", 0);
+    let old_srv = on_old(&k);
+    old_srv.signal("STOP");
+    api.mark_down(Second, old_srv, &k);
+    let st0 = api.stats();
+    assert_eq!(
+        ok(api.delete(&k), "delete, the old copy's server stopped"),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(api.stats().repairs_recorded - st0.repairs_recorded, 1);
+    assert_eq!(api.value(&k), None, "the deleted value came back");
+    old_srv.signal("CONT");
+    api.wait_back(Second, &format!("{name}: the old pool's server is back"));
+    assert_eq!(raw(old_srv, &k), None, "the missed delete was repaired");
+    assert_eq!(api.value(&k), None, "the deleted value came back");
+    assert_eq!(
+        raw(on_new(&k), &k),
+        None,
+        "the deleted value was copied back"
+    );
     println!("{name}: warm-up {:?}", api.stats());
 }
 
@@ -959,6 +994,7 @@ fn gutter(which: Which, base: u8) {
     assert_eq!(main_token.pool, First);
 
     victim.signal("STOP");
+    api.mark_down(First, victim, &vk[19]);
     let st0 = api.stats();
     // writes of its keys go to the gutter, their TTL capped
     let written = &vk[0..6];
@@ -1226,6 +1262,7 @@ fn mirror(which: Which, base: u8) {
 
     // a's server stopped: reads from b, writes Ok, a's copies repaired on its return
     victim.signal("STOP");
+    api.mark_down(First, victim, &vk[19]);
     let st0 = api.stats();
     assert_eq!(api.value(&vk[0]), Some(b"v1".to_vec()), "read from b");
     let written = &vk[1..5];
