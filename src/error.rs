@@ -255,8 +255,9 @@ pub enum Error {
     },
     /// A [`Router`](crate::Router) refused `command` on `key` because it could not be done
     /// once, on the right copy: a CAS token from another copy, a counter or append while its
-    /// main server is down under a gutter route. `reason` says why and what to do. Nothing
-    /// was written.
+    /// main server is down under a gutter route. `reason` says why and what to do. The route
+    /// sent nothing more; a command that timed out on a server before the refusal may still
+    /// be applied there.
     #[error("{route} route refused {command} of key {key:?}: {reason}")]
     Route {
         /// The route (`warm_up`, `migrate`, `gutter`, `mirror`).

@@ -375,12 +375,12 @@ macro_rules! router_handle {
                 }
                 let cmd = $crate::proto::StoreCommand::Cas(token.unique);
                 let r = self.pools[p.index()].store(cmd, key, value.as_ref(), (flags, exptime))$(.$await)?;
-                let r = match (mode, r) {
-                    (Mode::Gutter(_), Err(e)) if $crate::routes::is_failure(&e) => {
+                let r = match (mode, p, r) {
+                    (Mode::Gutter(_), PoolRole::First, Err(e)) if $crate::routes::is_failure(&e) => {
                         let why = format!("its main server failed ({e}) and a cas is never failed over: read the key again with gets and retry");
                         return Err(self.state.refuse("cas", key, why));
                     }
-                    (_, r) => r?,
+                    (_, _, r) => r?,
                 };
                 if r == $crate::StoreOutcome::Stored {
                     match mode {
@@ -410,7 +410,7 @@ macro_rules! router_handle {
                 match self.state.mode() {
                     Mode::One(p) => self.write_on(p, key, w)$(.$await)?,
                     Mode::DeletesBoth if matches!(w, Write::Delete) && !self.same_copy(key)? => {
-                        Ok(self.both(PoolRole::First, key, w, false)$(.$await)?.0?)
+                        self.both_answer(key, w)$(.$await)?
                     }
                     Mode::DeletesBoth => self.write_on(PoolRole::First, key, w)$(.$await)?,
                     Mode::WarmUp => self.warm_write(key, w)$(.$await)?,
@@ -448,6 +448,16 @@ macro_rules! router_handle {
                 (r, both_ok)
             }
 
+            /// A set, touch or delete on both copies of a warm-up (new pool first): the new
+            /// pool's answer, unless only the old copy had the key (a touch or delete found it
+            /// there): for the route the key existed.
+            $($async)? fn both_answer(&self, key: &[u8], w: $crate::routes::Write<'_>) -> $crate::Result<$crate::routes::Written> {
+                match self.both($crate::routes::PoolRole::First, key, w, false)$(.$await)? {
+                    (Ok(new), Some(old)) if new.absent() && old.took() => Ok(old),
+                    (r, _) => r,
+                }
+            }
+
             /// Copy `p` of `key` missed a write the other copy took: delete it now if its
             /// server answered, else have its client keep the server out of reads until the
             /// key is deleted there.
@@ -479,7 +489,7 @@ macro_rules! router_handle {
                     return self.write_on(First, key, w)$(.$await)?;
                 }
                 match w.class() {
-                    Class::Overwrite => self.both(First, key, w, false)$(.$await)?.0,
+                    Class::Overwrite => self.both_answer(key, w)$(.$await)?,
                     Class::Add => match self.old_value(key)$(.$await)? {
                         // present in the old pool: the key exists for the route
                         Some(item) => {
@@ -663,8 +673,15 @@ macro_rules! router_handle {
                 let sub: Vec<&[u8]> = two.iter().map(|&i| keys[i].as_ref()).collect();
                 let ro = self.pools[other.index()].delete_multi(&sub)$(.$await)?;
                 let ro = $crate::routes::spread(keys.len(), &two, ro);
+                // as for one key: a key only the other copy had existed for the route
+                let found_there: Vec<bool> = ro.iter().map(|r| matches!(r, Some(Ok($crate::DeleteOutcome::Deleted)))).collect();
                 let rp = self.pools[preferred.index()].delete_multi(keys)$(.$await)?;
-                let (out, fixes) = $crate::routes::settle_all((preferred, rp), (other, ro), any_ok);
+                let (mut out, fixes) = $crate::routes::settle_all((preferred, rp), (other, ro), any_ok);
+                for (r, found) in out.iter_mut().zip(found_there) {
+                    if found && matches!(r, Ok($crate::DeleteOutcome::NotFound)) {
+                        *r = Ok($crate::DeleteOutcome::Deleted);
+                    }
+                }
                 for (i, p, failed) in fixes {
                     self.repair(p, keys[i].as_ref(), failed)$(.$await)?;
                 }

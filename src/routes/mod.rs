@@ -31,8 +31,8 @@
 //! |---|---|
 //! | `get`, `get_multi` | new pool; the keys it misses (or fails on) are read from the old pool, and each old hit is copied into the new pool with `add` at the `backfill` expiry (text memcached cannot tell the remaining TTL, so it is a setting, never a silent "forever") |
 //! | `gets` | as `get`, then `gets` again on the new pool after a backfill, so the token is always the new pool's (mcrouter `WarmUpRoute.h`) |
-//! | `set`, `touch`, `set_multi` | new pool, then old pool; the new pool's result |
-//! | `delete`, `delete_multi` | old pool, then new pool (in that order a concurrent reader cannot copy the deleted value back); the new pool's result |
+//! | `set`, `touch`, `set_multi` | new pool, then old pool; the new pool's result (a touch that only the old pool's copy answered is `Touched`) |
+//! | `delete`, `delete_multi` | old pool, then new pool (in that order a concurrent reader cannot copy the deleted value back); `Deleted` when either copy was deleted |
 //! | `add` | if the old pool has the key: copied into the new pool, `NotStored`; else `add` on the new pool |
 //! | `replace`, `append`, `prepend`, `incr`, `decr` | new pool; if the key is absent there but in the old pool, it is copied first and the command applied once; the old copy is then deleted |
 //! | `cas` | new pool only, with a token from the new pool; the old copy is then deleted |
@@ -40,6 +40,10 @@
 //! Remaining race (mcrouter's too): a reader that read the old pool just before a concurrent
 //! `delete` of another process can copy the deleted value back into the new pool; it lives at
 //! most the backfill expiry.
+//!
+//! Two pools hold one copy when they give the key the same server address **as written** and
+//! the same key as sent: write each server the same way in both pools (`127.0.0.1:11211` and
+//! `localhost:11211` are two servers to the route).
 //!
 //! # Migration: `Router::migrate(new, old, Migration)`
 //!
@@ -60,6 +64,12 @@
 //! | `incr`, `decr`, `append`, `prepend` | main; on a failure, refused: on the gutter they would start from nothing |
 //! | `cas` | on the copy its token came from, while the route still reads that copy |
 //!
+//! A write that timed out on a stopped server can still be applied when it resumes (it sat
+//! in the server's socket); the server's cleanup on return deletes the key after that in
+//! practice, but the two are not ordered. A write to a returning server between the gutter's
+//! cleanup and the next route call leaves the gutter's copy until that call cleans it; it is
+//! read only if the server fails again first.
+//!
 //! # Mirror: `Router::mirror(a, b, ReadPolicy)`
 //!
 //! | command | what the route does |
@@ -69,6 +79,11 @@
 //! | `add`, `replace`, `append`, `prepend`, `incr`, `decr` | both, each once; the preferred pool's result; when the two results differ, the other copy is deleted |
 //! | `cas` | the token's pool only; the other copy is then deleted |
 //! | `verify` | reads both and compares value and flags |
+//!
+//! A pool that was out comes back without the keys written while it was out (deleted, never
+//! stale): reads of those keys miss on it until they are written again, and an `incr` on a
+//! key only the other pool still has counts from nothing there, so the other copy is deleted
+//! as divergent.
 //!
 //! # Not on a route
 //!
