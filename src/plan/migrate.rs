@@ -102,8 +102,11 @@ pub struct MigrationPlan {
 }
 
 /// What switching `keys` from pool `old` to pool `new` costs: cold, and with a warm-up route.
-/// Each key is assumed cached in the old pool (the user's sample of live keys); see the
-/// [module](self) for what happens to the others.
+/// Each key is assumed cached in the old pool (the user's sample of live keys). A key keeps
+/// its cached value across a cold switch only when its copy stays: the same server (address
+/// as written) and the same key as sent (prefix included). A warm-up route turns each other
+/// key's miss into one read of the old pool and one `add` into the new pool, the first time
+/// the key is read; keys absent from both pools miss either way.
 ///
 /// ```
 /// use memshard::plan::{Keys, PoolPlacement, plan_migration};
