@@ -12,8 +12,12 @@
 # resumed and with a full handshake, the async client's get), one memcached each, the TLS one
 # (-Z) with a certificate made for the run; its own table of ratios (src/tls.rs). Meta: memshard
 # over the meta protocol vs over text (get, set, get_multi of 100 keys, blocking and async
-# clients) on the same 4 servers; its own table of meta/text ratios (src/meta.rs). Each figure
-# is the median of 5 repetitions after a warm-up. Needs: cargo, cc, memcached (with TLS),
+# clients) on the same 4 servers; its own table of meta/text ratios (src/meta.rs). Every I/O
+# row also gives each contender's client CPU time per operation (user + system, getrusage of
+# the measuring thread, or of the process for threaded rows; src/cpu.rs). Thread scaling: one
+# shared memshard client at 1, 2, 8, 64 threads (90 % get / 10 % set) against a raw socket loop
+# and pylibmc: ops/s, p99 latency, CPU per op (src/scale.rs). Each figure is the median of 5
+# repetitions after a warm-up. Needs: cargo, cc, memcached (with TLS),
 # libmemcached-dev, taskset, /usr/bin/python3 with python3-pylibmc (Debian). Takes well under
 # 3 minutes once built (the TLS part about 20 s).
 set -euo pipefail
@@ -90,6 +94,17 @@ for round in 1 2 3 4 5; do
         "$bin" io "$spec" 1 >> "$metrics"; /usr/bin/python3 py/pylibmc_bench.py "$spec" 1 >> "$metrics"
     else
         /usr/bin/python3 py/pylibmc_bench.py "$spec" 1 >> "$metrics"; "$bin" io "$spec" 1 >> "$metrics"
+    fi
+done
+
+# Thread scaling: one shared memshard client (and a raw socket loop, sockets per thread) in one
+# process, pylibmc (a clone per thread) in its own, 1/2/8/64 threads, alternating as above.
+echo "thread scaling: memshard, raw socket | pylibmc at 1, 2, 8, 64 threads, 5 alternating rounds ..." >&2
+for round in 1 2 3 4 5; do
+    if [ $((round % 2)) = 1 ]; then
+        "$bin" scale "$spec" 1 >> "$metrics"; /usr/bin/python3 py/pylibmc_bench.py "$spec" 1 scale >> "$metrics"
+    else
+        /usr/bin/python3 py/pylibmc_bench.py "$spec" 1 scale >> "$metrics"; "$bin" scale "$spec" 1 >> "$metrics"
     fi
 done
 

@@ -21,8 +21,9 @@ checks_agree = all(len(set(v)) == 1 for k, v in vals.items() if k.startswith("ch
 rows = []
 
 
-def row(what, ms_key, peer_name, peer_key, unit="ns", target=None, note=""):
-    """target: (op, bound) with op '<=' / '<' / '>=' on the ratio."""
+def row(what, ms_key, peer_name, peer_key, unit="ns", target=None, note="", cpu=False):
+    """target: (op, bound) with op '<=' / '<' / '>=' on the ratio. cpu: an I/O row, whose
+    metrics come with `<key>.cpu` (client CPU ns per op)."""
     a, b = m.get(ms_key), m.get(peer_key)
     ratio = a / b if a is not None and b else None
     met = "—"
@@ -31,8 +32,17 @@ def row(what, ms_key, peer_name, peer_key, unit="ns", target=None, note=""):
         ok = {"<=": ratio <= bound, "<": ratio < bound, ">=": ratio >= bound}[op]
         met = "met" if ok else "NOT met"
     tgt = f"{target[0]} {target[1]:.2f}×" if target else "—"
+    cols = None
+    if cpu:
+        ca, cb = m.get(ms_key + ".cpu"), m.get(peer_key + ".cpu")
+        cols = (fmt_cpu(ca), fmt_cpu(cb), f"{ca / cb:.2f}" if ca is not None and cb else "n/a")
     rows.append((what, fmt(a, unit), f"{peer_name}: {fmt(b, unit)}",
-                 f"{ratio:.2f}" if ratio is not None else "n/a", tgt, met, note))
+                 f"{ratio:.2f}" if ratio is not None else "n/a", tgt, met, note, cols))
+
+
+def fmt_cpu(v):
+    """CPU ns per op, shown in µs."""
+    return "n/a" if v is None else f"{v / 1e3:.1f}"
 
 
 def fmt(v, unit):
@@ -70,35 +80,56 @@ for n in (10, 100, 1000):
 
 # --- client I/O ------------------------------------------------------------------------------
 found = m.get("pylibmc.found")
-row("get, 4 servers 3/1/2/1", "get.memshard", "raw socket", "get.raw", target=("<=", 1.15),
-    note="raw: owner precomputed, request bytes prebuilt")
-row("get, 4 servers 3/1/2/1", "get.memshard", "pylibmc", "pylibmc.get",
-    note=f"pylibmc found {found:.0f}/1000 keys memshard wrote" if found is not None else "")
-row("get, 1 server", "get1.memshard", "memcache crate", "get1.memcache", note="memcache crate 0.21, ascii")
-row("set, 4 servers 3/1/2/1", "set.memshard", "raw socket", "set.raw")
-row("set, 4 servers 3/1/2/1", "set.memshard", "pylibmc", "pylibmc.set")
-row("set, 1 server", "set1.memshard", "memcache crate", "set1.memcache")
-row("get_multi 100 keys / 4 servers", "get_multi.memshard", "memshard single get", "get.memshard",
-    target=("<=", 3.0))
-row("get_multi 100 keys / 4 servers", "get_multi.memshard", "pylibmc", "pylibmc.get_multi",
-    target=("<=", 0.6))
-row("get_multi 100 keys / 4 servers", "get_multi.memshard", "raw socket", "get_multi.raw",
-    note="raw: one pipelined get per server, all sent then all read, one thread")
-row("get_multi 100 keys / 4 servers", "get_multi.memshard", "memcache crate", "get_multi.memcache",
-    note="memcache crate gets: its own hash, servers one after another")
-row("get_multi 100 keys / 1 server", "get_multi1.memshard", "raw socket", "get_multi1.raw",
-    note="raw: one `get k1 .. k100` on one socket")
-row("get_multi 100 keys / 1 server", "get_multi1.memshard", "memcache crate", "get_multi1.memcache")
-row("2-thread throughput, 90% get / 10% set", "tput2.memshard", "pylibmc", "pylibmc.tput2",
-    unit="ops", target=(">=", 1.0), note="pylibmc: one clone per thread")
-row("2-thread throughput, 90% get / 10% set", "tput2.memshard", "memcache crate", "tput2.memcache",
-    unit="ops", target=(">=", 1.0), note="memcache crate: its own hash over the 4 servers, pool 2")
 
-head = ("measurement", "memshard", "peer", "ratio", "target", "met?", "note")
-print("| " + " | ".join(head) + " |")
-print("|" + "|".join("---" for _ in head) + "|")
-for r in rows:
-    print("| " + " | ".join(r) + " |")
+
+def io_row(*args, **kw):
+    row(*args, cpu=True, **kw)
+
+
+io_row("get, 4 servers 3/1/2/1", "get.memshard", "raw socket", "get.raw", target=("<=", 1.15),
+       note="raw: owner precomputed, request bytes prebuilt")
+io_row("get, 4 servers 3/1/2/1", "get.memshard", "pylibmc", "pylibmc.get",
+       note=f"pylibmc found {found:.0f}/1000 keys memshard wrote" if found is not None else "")
+io_row("get, 1 server", "get1.memshard", "memcache crate", "get1.memcache", note="memcache crate 0.21, ascii")
+io_row("set, 4 servers 3/1/2/1", "set.memshard", "raw socket", "set.raw")
+io_row("set, 4 servers 3/1/2/1", "set.memshard", "pylibmc", "pylibmc.set")
+io_row("set, 1 server", "set1.memshard", "memcache crate", "set1.memcache")
+io_row("get_multi 100 keys / 4 servers", "get_multi.memshard", "memshard single get", "get.memshard",
+       target=("<=", 3.0))
+io_row("get_multi 100 keys / 4 servers", "get_multi.memshard", "pylibmc", "pylibmc.get_multi",
+       target=("<=", 0.6))
+io_row("get_multi 100 keys / 4 servers", "get_multi.memshard", "raw socket", "get_multi.raw",
+       note="raw: one pipelined get per server, all sent then all read, one thread")
+io_row("get_multi 100 keys / 4 servers", "get_multi.memshard", "memcache crate", "get_multi.memcache",
+       note="memcache crate gets: its own hash, servers one after another")
+io_row("get_multi 100 keys / 1 server", "get_multi1.memshard", "raw socket", "get_multi1.raw",
+       note="raw: one `get k1 .. k100` on one socket")
+io_row("get_multi 100 keys / 1 server", "get_multi1.memshard", "memcache crate", "get_multi1.memcache")
+io_row("2-thread throughput, 90% get / 10% set", "tput2.memshard", "pylibmc", "pylibmc.tput2",
+       unit="ops", target=(">=", 1.0), note="pylibmc: one clone per thread")
+io_row("2-thread throughput, 90% get / 10% set", "tput2.memshard", "memcache crate", "tput2.memcache",
+       unit="ops", target=(">=", 1.0), note="memcache crate: its own hash over the 4 servers, pool 2")
+
+
+def table(head, rows):
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" for _ in head) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+table(("measurement", "memshard", "peer", "ratio", "target", "met?", "note"),
+      [r[:7] for r in rows if r[7] is None])
+print()
+print("Client I/O. CPU µs/op: the client's CPU time (user + system, from getrusage) per operation,")
+print("of the measuring thread for one-thread rows, of the whole process for the 2-thread rows; for")
+print("pylibmc it includes the Python interpreter's. It moves much less than the wall-clock time when")
+print("other work shares the cores. CPU ratio = memshard / peer.")
+print()
+table(("measurement", "memshard", "peer", "ratio", "CPU µs/op memshard", "CPU µs/op peer",
+       "CPU ratio", "target", "met?", "note"),
+      [r[:4] + r[7] + r[4:7] for r in rows if r[7] is not None])
+print()
 met = sum(r[5] == "met" for r in rows)
 missed = [r[0] + " vs " + r[2].split(":")[0] for r in rows if r[5] == "NOT met"]
 print()
@@ -117,6 +148,32 @@ print("- memcache crate (0.21, `?protocol=ascii`): its r2d2 pool validates every
 print("  round trip and writes a request in several `send` calls, so each get/set costs two round trips.")
 print("  It shards with its own hash (`DefaultHasher % n`), so single get/set is compared on one server.")
 print("- pylibmc: one `clone()` per thread for the throughput run (a pylibmc client is not thread-safe).")
+
+# --- thread scaling: one shared memshard client vs a raw loop and pylibmc ------------------
+threads = sorted({int(k.split(".")[1]) for k in m if k.startswith("scale.")})
+if threads:
+    who = ("memshard", "raw", "pylibmc")
+    print()
+    print("Thread scaling: one shared memshard `Client` (blocking, its default pool of 8 connections per")
+    print("server) driven by N threads, 90 % get / 10 % set over the 4 servers, each thread cycling through")
+    print("the 1,000 keys; raw: a blocking socket loop with its own 4 sockets per thread (no pool: the")
+    print("floor); pylibmc: one clone per thread (its own connections, under the GIL). ops/s and p99 of")
+    print("one operation's latency over all threads; CPU µs/op: the process's CPU time (user + system)")
+    print("per operation. Median of 5 runs of 300 ms, each after a 100 ms warm-up.")
+    print()
+    head = (["threads"] + [f"{w} ops/s" for w in who] + [f"{w} p99" for w in who]
+            + [f"{w} CPU µs/op" for w in who] + ["CPU memshard / raw", "CPU memshard / pylibmc"])
+    out = []
+    for n in threads:
+        g = lambda w, f: m.get(f"scale.{n}.{w}.{f}")
+        ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "n/a"
+        out.append([str(n)]
+                   + [f"{g(w, 'tput'):,.0f}" if g(w, "tput") is not None else "n/a" for w in who]
+                   + [fmt(g(w, "p99"), "ns") for w in who]
+                   + [fmt_cpu(g(w, "cpu")) for w in who]
+                   + [ratio(g("memshard", "cpu"), g("raw", "cpu")),
+                      ratio(g("memshard", "cpu"), g("pylibmc", "cpu"))])
+    table(head, out)
 
 # --- TLS: memshard against itself ------------------------------------------------------------
 tls_rows = [

@@ -9,20 +9,24 @@
 //!   memshard-perf tls-certs DIR          certificates for a `-Z` memcached (src/tls.rs)
 //!   memshard-perf tls PLAIN TLS CA [REPS]   memshard over TLS vs over plaintext (src/tls.rs)
 //!   memshard-perf meta HOST:PORT:W,... [REPS]   memshard over meta vs over text (src/meta.rs)
+//!   memshard-perf scale HOST:PORT:W,... [REPS]  1, 2, 8, 64 threads on one client (src/scale.rs)
 //!
-//! Figures are medians of 5 repetitions after a warm-up; the contenders of one measurement run
+//! I/O figures come with the client's CPU time per operation (src/cpu.rs). Figures are medians
+//! of 5 repetitions after a warm-up; the contenders of one measurement run
 //! interleaved (rep 1 of each, then rep 2 of each, ...), so load from other work on the machine
 //! hits them alike. Inputs are prepared outside the timed loops. No route/build input touches
 //! the network: the routing servers are only names.
 
+mod cpu;
 mod meta;
+mod scale;
 mod tls;
 
+use cpu::{Sample, interleave_samples, per_op, run_threads};
 use memshard::{Client, Expiry, Flavor, Ring, Server};
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 const REPS: usize = 5;
@@ -35,6 +39,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn emit(metric: &str, value: f64) {
     println!("{metric}\t{value:.2}");
+}
+
+/// `metric` (wall-clock ns per op, or ops/s) and `metric.cpu` (client CPU ns per op).
+fn emit_sample(metric: &str, s: Sample) {
+    emit(metric, s.wall);
+    emit(&format!("{metric}.cpu"), s.cpu);
 }
 
 /// One warm-up repetition of each contender, then `reps` interleaved rounds; the median of each.
@@ -230,46 +240,6 @@ impl Raw {
     }
 }
 
-fn ns_per_op(ops: usize, mut f: impl FnMut(usize)) -> f64 {
-    let t = Instant::now();
-    for i in 0..ops {
-        f(i);
-    }
-    t.elapsed().as_nanos() as f64 / ops as f64
-}
-
-/// ops/s of `threads` threads running `op(thread, i)` for `dur`.
-fn throughput<F: Fn(usize, usize) + Sync>(threads: usize, dur: Duration, op: &F) -> f64 {
-    let barrier = Barrier::new(threads);
-    let total: usize = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let barrier = &barrier;
-                s.spawn(move || {
-                    barrier.wait();
-                    let start = Instant::now();
-                    let mut i = 0;
-                    while start.elapsed() < dur {
-                        for _ in 0..16 {
-                            op(t, i);
-                            i += 1;
-                        }
-                    }
-                    (i, start.elapsed())
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| {
-                let (n, el) = h.join().expect("thread");
-                // scale each thread's count to exactly `dur`
-                (n as f64 * dur.as_secs_f64() / el.as_secs_f64()) as usize
-            })
-            .sum()
-    });
-    total as f64 / dur.as_secs_f64()
-}
-
 fn io_cmd(spec: &str, reps: usize) {
     // spec: host:port:weight,... (the first server doubles as the single-server setup)
     let servers: Vec<(String, u32)> = spec
@@ -346,17 +316,17 @@ fn io_cmd(spec: &str, reps: usize) {
 
     // single get / set over the 4 weighted servers: memshard (routing included) vs raw socket
     // (owner precomputed)
-    let r = interleave_n(
+    let r = interleave_samples(
         reps,
         &mut [
             &mut || {
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     black_box(ms.get(&keys[k(i)]).expect("get"));
                 })
             },
             &mut || {
                 let mut raw = raw_cell.borrow_mut();
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     let r = &mut raw[owner[k(i)]];
                     r.send(&get_req[k(i)]);
                     black_box(r.read_until(b"END\r\n"));
@@ -364,19 +334,19 @@ fn io_cmd(spec: &str, reps: usize) {
             },
         ],
     );
-    emit("get.memshard", r[0]);
-    emit("get.raw", r[1]);
-    let r = interleave_n(
+    emit_sample("get.memshard", r[0]);
+    emit_sample("get.raw", r[1]);
+    let r = interleave_samples(
         reps,
         &mut [
             &mut || {
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     black_box(ms.set(&keys[k(i)], VALUE, Expiry::NEVER).expect("set"));
                 })
             },
             &mut || {
                 let mut raw = raw_cell.borrow_mut();
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     let r = &mut raw[owner[k(i)]];
                     r.send(&set_req[k(i)]);
                     black_box(r.read_until(b"\r\n"));
@@ -384,46 +354,46 @@ fn io_cmd(spec: &str, reps: usize) {
             },
         ],
     );
-    emit("set.memshard", r[0]);
-    emit("set.raw", r[1]);
+    emit_sample("set.memshard", r[0]);
+    emit_sample("set.raw", r[1]);
 
     // one server: memshard vs the memcache crate (which shards with its own hash, so one
     // server is the like-for-like single-request comparison)
-    let r = interleave_n(
+    let r = interleave_samples(
         reps,
         &mut [
             &mut || {
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     black_box(ms1.get(&keys[k(i)]).expect("get"));
                 })
             },
             &mut || {
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     let v: Option<Vec<u8>> = mc1.get(&keys[k(i)]).expect("get");
                     black_box(v);
                 })
             },
         ],
     );
-    emit("get1.memshard", r[0]);
-    emit("get1.memcache", r[1]);
-    let r = interleave_n(
+    emit_sample("get1.memshard", r[0]);
+    emit_sample("get1.memcache", r[1]);
+    let r = interleave_samples(
         reps,
         &mut [
             &mut || {
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     black_box(ms1.set(&keys[k(i)], VALUE, Expiry::NEVER).expect("set"));
                 })
             },
             &mut || {
-                ns_per_op(ops, |i| {
+                per_op(ops, |i| {
                     mc1.set(&keys[k(i)], &VALUE[..], 0).expect("set");
                 })
             },
         ],
     );
-    emit("set1.memshard", r[0]);
-    emit("set1.memcache", r[1]);
+    emit_sample("set1.memshard", r[0]);
+    emit_sample("set1.memcache", r[1]);
 
     // get_multi: 100 keys over the 4 servers, 10 different batches
     let batches: Vec<Vec<&str>> = (0..10)
@@ -460,17 +430,17 @@ fn io_cmd(spec: &str, reps: usize) {
         assert_eq!(hits, 100, "memshard get_multi hits");
     }
     let mops = 300;
-    let r = interleave_n(
+    let r = interleave_samples(
         reps,
         &mut [
             &mut || {
-                ns_per_op(mops, |i| {
+                per_op(mops, |i| {
                     black_box(ms.get_multi(&batches[i % 10]));
                 })
             },
             &mut || {
                 let mut raw = raw_cell.borrow_mut();
-                ns_per_op(mops, |i| {
+                per_op(mops, |i| {
                     let reqs = &raw_multi[i % 10];
                     for (s, req) in reqs {
                         raw[*s].send(req);
@@ -481,7 +451,7 @@ fn io_cmd(spec: &str, reps: usize) {
                 })
             },
             &mut || {
-                ns_per_op(mops, |i| {
+                per_op(mops, |i| {
                     let m: std::collections::HashMap<String, Vec<u8>> =
                         mc4.gets(&batches[i % 10]).expect("gets");
                     black_box(m);
@@ -489,9 +459,9 @@ fn io_cmd(spec: &str, reps: usize) {
             },
         ],
     );
-    emit("get_multi.memshard", r[0]);
-    emit("get_multi.raw", r[1]);
-    emit("get_multi.memcache", r[2]);
+    emit_sample("get_multi.memshard", r[0]);
+    emit_sample("get_multi.raw", r[1]);
+    emit_sample("get_multi.memcache", r[2]);
 
     // the same batches on one server: no fan-out, so no helper threads in memshard; the
     // memcache crate's gets is like-for-like here
@@ -507,23 +477,23 @@ fn io_cmd(spec: &str, reps: usize) {
             .count();
         assert_eq!(hits, 100, "memshard get_multi hits, one server");
     }
-    let r = interleave_n(
+    let r = interleave_samples(
         reps,
         &mut [
             &mut || {
-                ns_per_op(mops, |i| {
+                per_op(mops, |i| {
                     black_box(ms1.get_multi(&batches[i % 10]));
                 })
             },
             &mut || {
                 let mut raw = raw_cell.borrow_mut();
-                ns_per_op(mops, |i| {
+                per_op(mops, |i| {
                     raw[0].send(&raw_one[i % 10]);
                     black_box(raw[0].read_until(b"END\r\n"));
                 })
             },
             &mut || {
-                ns_per_op(mops, |i| {
+                per_op(mops, |i| {
                     let m: std::collections::HashMap<String, Vec<u8>> =
                         mc1.gets(&batches[i % 10]).expect("gets");
                     black_box(m);
@@ -531,13 +501,13 @@ fn io_cmd(spec: &str, reps: usize) {
             },
         ],
     );
-    emit("get_multi1.memshard", r[0]);
-    emit("get_multi1.raw", r[1]);
-    emit("get_multi1.memcache", r[2]);
+    emit_sample("get_multi1.memshard", r[0]);
+    emit_sample("get_multi1.raw", r[1]);
+    emit_sample("get_multi1.memcache", r[2]);
 
     // 2-thread throughput: 9 gets to 1 set, keys cycling, 4 servers for both clients
     let dur = Duration::from_millis(400);
-    let ms_op = |t: usize, i: usize| {
+    let ms_op = |_: &mut (), t: usize, i: usize| {
         let key = &keys[(i * 7 + t * 500) % IO_KEYS];
         if i % 10 == 9 {
             black_box(ms.set(key, VALUE, Expiry::NEVER).expect("set"));
@@ -545,7 +515,7 @@ fn io_cmd(spec: &str, reps: usize) {
             black_box(ms.get(key).expect("get"));
         }
     };
-    let mc_op = |t: usize, i: usize| {
+    let mc_op = |_: &mut (), t: usize, i: usize| {
         let key = &keys[(i * 7 + t * 500) % IO_KEYS];
         if i % 10 == 9 {
             mc4.set(key, &VALUE[..], 0).expect("set");
@@ -554,14 +524,17 @@ fn io_cmd(spec: &str, reps: usize) {
             black_box(v);
         }
     };
-    let r = interleave_n(
-        reps,
-        &mut [&mut || throughput(2, dur, &ms_op), &mut || {
-            throughput(2, dur, &mc_op)
-        }],
-    );
-    emit("tput2.memshard", r[0]);
-    emit("tput2.memcache", r[1]);
+    // `wall` carries ops/s here
+    let tput = |op: &(dyn Fn(&mut (), usize, usize) + Sync)| {
+        let run = run_threads(2, dur, &|_| (), &op);
+        Sample {
+            wall: run.ops_per_s,
+            cpu: run.cpu,
+        }
+    };
+    let r = interleave_samples(reps, &mut [&mut || tput(&ms_op), &mut || tput(&mc_op)]);
+    emit_sample("tput2.memshard", r[0]);
+    emit_sample("tput2.memcache", r[1]);
 }
 
 fn main() {
@@ -578,6 +551,11 @@ fn main() {
         ),
         Some("io") => io_cmd(
             args.get(2).expect("io HOST:PORT:W,... [REPS]"),
+            args.get(3)
+                .map_or(REPS, |r| r.parse().expect("repetitions")),
+        ),
+        Some("scale") => scale::scale_cmd(
+            args.get(2).expect("scale HOST:PORT:W,... [REPS]"),
             args.get(3)
                 .map_or(REPS, |r| r.parse().expect("repetitions")),
         ),
@@ -603,7 +581,7 @@ fn main() {
             eprintln!(
                 "usage: memshard-perf weighted N... | ketama | io HOST:PORT:W,... [REPS] | \
                  tls-certs DIR | tls PLAIN TLS CA [REPS] | meta HOST:PORT:W,... [REPS] | \
-                 build-loop N ITERS"
+                 scale HOST:PORT:W,... [REPS] | build-loop N ITERS"
             );
             std::process::exit(2);
         }
