@@ -123,7 +123,7 @@ table(("measurement", "memshard", "peer", "ratio", "target", "met?", "note"),
 print()
 print("Client I/O. CPU µs/op: the client's CPU time (user + system, from getrusage) per operation,")
 print("of the measuring thread for one-thread rows, of the whole process for the 2-thread rows; for")
-print("pylibmc it includes the Python interpreter's. It moves much less than the wall-clock time when")
+print("pylibmc it includes the Python interpreter's. It moves less than the wall-clock time when")
 print("other work shares the cores. CPU ratio = memshard / peer.")
 print()
 table(("measurement", "memshard", "peer", "ratio", "CPU µs/op memshard", "CPU µs/op peer",
@@ -159,15 +159,19 @@ if threads:
     print("the 1,000 keys; raw: a blocking socket loop with its own 4 sockets per thread (no pool: the")
     print("floor); pylibmc: one clone per thread (its own connections, under the GIL). ops/s and p99 of")
     print("one operation's latency over all threads; CPU µs/op: the process's CPU time (user + system)")
-    print("per operation. Median of 5 runs of 300 ms, each after a 100 ms warm-up.")
+    print("per operation. Median of 5 runs of 300 ms, each after a 100 ms warm-up. The last row: memshard")
+    print("with `pool_size(64)`, so no thread waits for a connection (raw and pylibmc as in the row above).")
     print()
     head = (["threads"] + [f"{w} ops/s" for w in who] + [f"{w} p99" for w in who]
             + [f"{w} CPU µs/op" for w in who] + ["CPU memshard / raw", "CPU memshard / pylibmc"])
     out = []
-    for n in threads:
-        g = lambda w, f: m.get(f"scale.{n}.{w}.{f}")
+    lines = [(str(n), n, "memshard") for n in threads]
+    if any(k.startswith("scale.64.memshard_pool64.") for k in m):
+        lines.append(("64, memshard pool 64", 64, "memshard_pool64"))
+    for label, n, ms in lines:
+        g = lambda w, f: m.get(f"scale.{n}.{ms if w == 'memshard' else w}.{f}")
         ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "n/a"
-        out.append([str(n)]
+        out.append([label]
                    + [f"{g(w, 'tput'):,.0f}" if g(w, "tput") is not None else "n/a" for w in who]
                    + [fmt(g(w, "p99"), "ns") for w in who]
                    + [fmt_cpu(g(w, "cpu")) for w in who]

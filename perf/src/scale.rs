@@ -1,7 +1,8 @@
 //! The thread-scaling part of compare.sh: one shared memshard `Client` (the blocking one, its
 //! default pool of 8 connections per server) driven by 1, 2, 8 and 64 threads, 90 % get /
 //! 10 % set over the 4 servers; against it a raw blocking socket loop with its own 4 sockets
-//! per thread (no pool, so no contention: the floor). pylibmc runs the same in
+//! per thread (no pool, so no contention: the floor); at 64 threads also memshard with a pool
+//! of 64 per server (no waiting for a connection). pylibmc runs the same in
 //! py/pylibmc_bench.py (one clone per thread).
 //!
 //!   memshard-perf scale HOST:PORT:W,... [REPS]
@@ -41,11 +42,19 @@ pub fn scale_cmd(spec: &str, reps: usize) {
             format!("{addr} {w}\n")
         })
         .collect();
-    let ms = Client::builder()
-        .server_list(&list)
-        .expect("list")
+    let build = |pool: Option<u32>| {
+        let b = Client::builder().server_list(&list).expect("list");
+        match pool {
+            Some(n) => b.pool_size(n),
+            None => b,
+        }
         .build()
-        .expect("client");
+        .expect("client")
+    };
+    let ms = build(None);
+    // At 64 threads the default pool (8 per server) makes threads wait for a connection; the
+    // same run with a connection per thread tells what that wait costs.
+    let ms64 = build(Some(64));
     let keys: Vec<String> = (0..IO_KEYS).map(|i| format!("user:{i}")).collect();
     for k in &keys {
         ms.set(k, VALUE, Expiry::NEVER).expect("preload");
@@ -69,7 +78,7 @@ pub fn scale_cmd(spec: &str, reps: usize) {
         })
         .collect();
 
-    let ms_run = |threads: usize, dur: Duration| {
+    let ms_run = |ms: &Client, threads: usize, dur: Duration| {
         run_threads(threads, dur, &|_| (), &|_: &mut (), t, i| {
             let key = &keys[key_index(t, i)];
             if i % 10 == 9 {
@@ -98,14 +107,22 @@ pub fn scale_cmd(spec: &str, reps: usize) {
         )
     };
     for threads in THREADS {
-        black_box(ms_run(threads, DUR / 3));
+        let big = threads > 8;
+        black_box(ms_run(&ms, threads, DUR / 3));
         black_box(raw_run(threads, DUR / 3));
-        let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-        for _ in 0..reps {
-            runs[0].push(ms_run(threads, DUR));
-            runs[1].push(raw_run(threads, DUR));
+        if big {
+            black_box(ms_run(&ms64, threads, DUR / 3));
         }
-        for (who, r) in ["memshard", "raw"].iter().zip(runs) {
+        let mut runs: [Vec<Run>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        for _ in 0..reps {
+            runs[0].push(ms_run(&ms, threads, DUR));
+            runs[1].push(raw_run(threads, DUR));
+            if big {
+                runs[2].push(ms_run(&ms64, threads, DUR));
+            }
+        }
+        let names = ["memshard", "raw", "memshard_pool64"];
+        for (who, r) in names.iter().zip(runs).filter(|(_, r)| !r.is_empty()) {
             let m = |f: fn(&Run) -> f64| median(r.iter().map(f).collect());
             emit(&format!("scale.{threads}.{who}.tput"), m(|r| r.ops_per_s));
             emit(&format!("scale.{threads}.{who}.p99"), m(|r| r.p99));
