@@ -76,6 +76,8 @@ for round in 1 2 3 4 5; do
 done
 echo "routing: memshard vs ketama crate ..." >&2
 "$bin" ketama >> "$metrics"
+echo "routing: 100 / 1,000 / 10,000 servers ..." >&2
+"$bin" ring-scale >> "$metrics"
 
 ports=()
 spec=""

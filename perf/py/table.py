@@ -78,6 +78,18 @@ for n in (10, 100, 1000):
     row(f"continuum build, {n} servers equal weights", f"build_eq.{n}.memshard", "ketama crate",
         f"build_eq.{n}.ketama")
 
+if "ring_scale.route.10000" in m:
+    row("route ns/key, 10,000 servers (1.6 M points) vs 1,000 (`ring-scale`)",
+        "ring_scale.route.10000", "1,000 servers", "ring_scale.route.1000", target=("<=", 1.5),
+        note="lookup: a bucket index sized to the points, one bucket searched")
+    row("route ns/key, 1,000 servers vs 100 (`ring-scale`)",
+        "ring_scale.route.1000", "100 servers", "ring_scale.route.100")
+    for n in (100, 1000, 10000):
+        pts, byts = m.get(f"ring_scale.points.{n}"), m.get(f"ring_scale.bytes.{n}")
+        row(f"continuum build, {n:,} servers (`ring-scale`)", f"ring_scale.build.{n}", "—", "none",
+            note=(f"{pts:,.0f} points, {byts:,.0f} bytes of continuum per server"
+                  if pts is not None and byts is not None else ""))
+
 # --- client I/O ------------------------------------------------------------------------------
 found = m.get("pylibmc.found")
 

@@ -19,6 +19,7 @@
 
 mod cpu;
 mod meta;
+mod ring_scale;
 mod scale;
 mod tls;
 
@@ -545,6 +546,7 @@ fn main() {
             weighted_cmd(&sizes)
         }
         Some("ketama") => ketama_cmd(),
+        Some("ring-scale") => ring_scale::ring_scale_cmd(),
         Some("build-loop") => build_loop(
             args[2].parse().expect("servers"),
             args[3].parse().expect("iterations"),
@@ -581,7 +583,7 @@ fn main() {
             eprintln!(
                 "usage: memshard-perf weighted N... | ketama | io HOST:PORT:W,... [REPS] | \
                  tls-certs DIR | tls PLAIN TLS CA [REPS] | meta HOST:PORT:W,... [REPS] | \
-                 scale HOST:PORT:W,... [REPS] | build-loop N ITERS"
+                 scale HOST:PORT:W,... [REPS] | build-loop N ITERS | ring-scale"
             );
             std::process::exit(2);
         }

@@ -2,20 +2,38 @@
 
 use super::flavor::{Search, Ties};
 
+/// One point and the index of the server that owns it, side by side: the point a lookup
+/// stops at and its owner are read from the same cache line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct Entry {
+    point: u32,
+    owner: u32,
+}
+
 /// Sorted, de-duplicated points and their owners, built once.
 ///
 /// Equal points are resolved at build time by the flavor's tie rule, so every lookup is a plain
-/// binary search over distinct points.
+/// search over distinct points.
+///
+/// A lookup reads two cache lines after the hash: one `index` entry (the bucket of the hash's
+/// top bits), then the entries of that one bucket, which hold on average one to two points
+/// (the index has between half as many and as many buckets as there are points). A plain
+/// binary search over 1.6 M points (10,000 servers) touches some 20 lines, each a cache miss.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Continuum {
-    points: Box<[u32]>,
-    owners: Box<[u32]>,
-    /// `index[b]` = first point whose top `bits` bits are ≥ `b`: a lookup searches only one
-    /// bucket of points instead of the whole array (which for 1000 servers is 640 KB and
-    /// misses cache on every step of a plain binary search).
+    entries: Box<[Entry]>,
+    /// `index[b]` = first entry whose point's top `32 - shift` bits are ≥ `b`, for
+    /// `b` in `0..=2^bits`: bucket `b` is `entries[index[b]..index[b + 1]]`.
     index: Box<[u32]>,
     shift: u32,
     search: Option<Search>,
+}
+
+/// Bucket-index bits for `n` points: ⌊log2 n⌋, so the buckets number between n/2 and n.
+/// At least 4 bits; at most 24 (a ring holds at most 8 M points, 22 bits).
+fn index_bits(n: usize) -> u32 {
+    (usize::BITS - 1 - n.max(1).leading_zeros()).clamp(4, 24)
 }
 
 impl Continuum {
@@ -29,56 +47,60 @@ impl Continuum {
             .map(|(i, &(p, _))| (p as u64) << 32 | i as u64)
             .collect();
         keys.sort_unstable();
-        let mut points = Vec::with_capacity(raw.len());
-        let mut owners = Vec::with_capacity(raw.len());
+        let mut entries: Vec<Entry> = Vec::with_capacity(raw.len());
         for k in keys {
-            let (p, s) = ((k >> 32) as u32, raw[(k & 0xffff_ffff) as usize].1);
-            if points.last() == Some(&p) {
-                if ties == Ties::LastInserted {
-                    *owners.last_mut().expect("owners parallels points") = s;
+            let (point, owner) = ((k >> 32) as u32, raw[(k & 0xffff_ffff) as usize].1);
+            match entries.last_mut() {
+                Some(last) if last.point == point => {
+                    if ties == Ties::LastInserted {
+                        last.owner = owner;
+                    }
                 }
-                continue;
+                _ => entries.push(Entry { point, owner }),
             }
-            points.push(p);
-            owners.push(s);
         }
-        // Buckets ≈ points, at most 4096 (16 KB of index), at least 16.
-        let bits = (usize::BITS - points.len().max(1).leading_zeros()).clamp(4, 12);
+        let bits = index_bits(entries.len());
         let shift = 32 - bits;
-        let mut index = Vec::with_capacity((1 << bits) + 1);
-        let mut i = 0;
-        for b in 0..=(1u64 << bits) {
-            while i < points.len() && ((points[i] as u64) >> shift) < b {
-                i += 1;
-            }
-            index.push(i as u32);
+        let buckets = 1usize << bits;
+        // Count the points of each bucket, then turn the counts into starts (prefix sums).
+        let mut index = vec![0u32; buckets + 1];
+        for e in &entries {
+            index[(e.point >> shift) as usize + 1] += 1;
+        }
+        for b in 1..=buckets {
+            index[b] += index[b - 1];
         }
         Continuum {
-            points: points.into_boxed_slice(),
-            owners: owners.into_boxed_slice(),
+            entries: entries.into_boxed_slice(),
             index: index.into_boxed_slice(),
             shift,
             search: Some(search),
         }
     }
 
-    /// Index of the first point for which `below(point)` is false, searching only the bucket
-    /// of `hash` (valid because `below` is `p < hash` or `p <= hash`).
+    /// Index of the first entry whose point `below` is false for, searching only the bucket of
+    /// `hash` (valid because `below` is `p < hash` or `p <= hash`: every point of an earlier
+    /// bucket is below, none of a later one is).
     #[inline]
     fn partition(&self, hash: u32, below: impl Fn(u32) -> bool) -> usize {
         let b = (hash >> self.shift) as usize;
         let (lo, hi) = (self.index[b] as usize, self.index[b + 1] as usize);
-        lo + self.points[lo..hi].partition_point(|&p| below(p))
+        lo + self.entries[lo..hi].partition_point(|e| below(e.point))
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.points.len()
+        self.entries.len()
+    }
+
+    /// Heap bytes of the points, their owners and the bucket index.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.entries) + std::mem::size_of_val(&*self.index)
     }
 
     /// The position (index into the points) that `hash` lands on, or `None` when empty.
     #[inline]
     pub(crate) fn position(&self, hash: u32) -> Option<usize> {
-        let n = self.points.len();
+        let n = self.entries.len();
         if n == 0 {
             return None;
         }
@@ -105,11 +127,11 @@ impl Continuum {
 
     #[inline]
     pub(crate) fn owner_at(&self, pos: usize) -> u32 {
-        self.owners[pos]
+        self.entries[pos].owner
     }
 
     pub(crate) fn point_at(&self, pos: usize) -> u32 {
-        self.points[pos]
+        self.entries[pos].point
     }
 }
 
@@ -117,48 +139,155 @@ impl Continuum {
 mod tests {
     use super::*;
 
-    /// The bucketed search against a plain binary search over the whole array.
-    #[test]
-    fn bucketed_search_equals_plain_search() {
-        let mut x: u32 = 12345;
-        let mut next = || {
+    const SEARCHES: [Search; 4] = [
+        Search::FirstAtOrAbove,
+        Search::FirstAbove,
+        Search::LastAtOrBelow,
+        Search::FirstAtOrAboveZeroLast,
+    ];
+
+    fn xorshift(seed: u32) -> impl FnMut() -> u32 {
+        let mut x = seed;
+        move || {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
             x
+        }
+    }
+
+    /// The points the plain way: a stable sort of `raw`, equal points merged by `ties`.
+    fn reference_points(raw: &[(u32, u32)], ties: Ties) -> Vec<(u32, u32)> {
+        let mut sorted = raw.to_vec();
+        sorted.sort_by_key(|&(p, _)| p);
+        let mut merged: Vec<(u32, u32)> = Vec::new();
+        for (p, s) in sorted {
+            match merged.last_mut() {
+                Some(last) if last.0 == p => {
+                    if ties == Ties::LastInserted {
+                        last.1 = s;
+                    }
+                }
+                _ => merged.push((p, s)),
+            }
+        }
+        merged
+    }
+
+    /// The owner `hash` lands on, the plain way: one binary search over all of `merged`, with
+    /// each search's boundary and wrap.
+    fn reference(merged: &[(u32, u32)], search: Search, hash: u32) -> u32 {
+        let n = merged.len();
+        let lower = merged.partition_point(|&(p, _)| p < hash);
+        let upper = merged.partition_point(|&(p, _)| p <= hash);
+        let pos = match search {
+            Search::FirstAtOrAbove => lower % n,
+            Search::FirstAtOrAboveZeroLast if hash == 0 => n - 1,
+            Search::FirstAtOrAboveZeroLast => lower % n,
+            Search::FirstAbove => upper % n,
+            Search::LastAtOrBelow => (upper + n - 1) % n,
         };
-        for n in [1usize, 2, 3, 17, 300, 5000] {
-            let mut raw: Vec<(u32, u32)> = (0..n).map(|i| (next(), i as u32)).collect();
-            raw.push((0, 0));
-            raw.push((u32::MAX, 1));
-            raw.push((raw[1].0, 2)); // a tie
-            for search in [
-                Search::FirstAtOrAbove,
-                Search::FirstAbove,
-                Search::LastAtOrBelow,
-                Search::FirstAtOrAboveZeroLast,
-            ] {
-                let c = Continuum::build(raw.clone(), Ties::FirstInserted, search);
-                let len = c.points.len();
-                let mut probes: Vec<u32> = (0..2000).map(|_| next()).collect();
-                probes.extend(
-                    c.points
-                        .iter()
-                        .flat_map(|&p| [p, p.wrapping_sub(1), p.wrapping_add(1)]),
-                );
+        merged[pos].1
+    }
+
+    /// Every search and tie rule on `raw`, for random hashes, 0, `u32::MAX`, and each point,
+    /// its neighbours and its bucket's first and last hash.
+    fn check(raw: &[(u32, u32)], next: &mut impl FnMut() -> u32) {
+        for ties in [Ties::FirstInserted, Ties::LastInserted] {
+            let merged = reference_points(raw, ties);
+            for search in SEARCHES {
+                let c = Continuum::build(raw.to_vec(), ties, search);
+                let mut probes: Vec<u32> = (0..500).map(|_| next()).collect();
+                probes.extend([0, 1, u32::MAX, u32::MAX - 1]);
+                let low_mask = (1u64 << c.shift) as u32 - 1;
+                probes.extend(raw.iter().flat_map(|&(p, _)| {
+                    [
+                        p,
+                        p.wrapping_sub(1),
+                        p.wrapping_add(1),
+                        p & !low_mask,
+                        p | low_mask,
+                    ]
+                }));
                 for h in probes {
-                    let lower = c.points.partition_point(|&p| p < h);
-                    let upper = c.points.partition_point(|&p| p <= h);
-                    let want = match search {
-                        Search::FirstAtOrAbove => lower % len,
-                        Search::FirstAtOrAboveZeroLast if h == 0 => len - 1,
-                        Search::FirstAtOrAboveZeroLast => lower % len,
-                        Search::FirstAbove => upper % len,
-                        Search::LastAtOrBelow => (upper + len - 1) % len,
-                    };
-                    assert_eq!(c.position(h), Some(want), "n={n} {search:?} h={h}");
+                    let got = c.position(h).map(|pos| c.owner_at(pos));
+                    let want = reference(&merged, search, h);
+                    assert_eq!(
+                        got,
+                        Some(want),
+                        "{} points {ties:?} {search:?} hash {h:#x}",
+                        raw.len()
+                    );
+                    let pos = c.position(h).unwrap_or(usize::MAX);
+                    assert!(pos < c.len(), "position {pos} out of {}", c.len());
                 }
             }
         }
+    }
+
+    /// The bucketed search against a plain binary search over the whole array, on rings of
+    /// many sizes (either side of each change of index size), with equal points, points at 0
+    /// and `u32::MAX`, and hashes below the first point and above the last (the wrap).
+    #[test]
+    fn bucketed_search_equals_plain_search() {
+        let mut next = xorshift(12345);
+        let sizes = [
+            1usize, 2, 3, 15, 16, 17, 31, 32, 33, 300, 1023, 1024, 1025, 5000, 40_000,
+        ];
+        for n in sizes {
+            // n points, one server per 4 points, as a 4-words-per-digest flavor inserts them
+            let raw: Vec<(u32, u32)> = (0..n).map(|i| (next(), (i / 4) as u32)).collect();
+            check(&raw, &mut next);
+            // and with ties (two servers on one point, inserted in both orders) and the ends
+            let mut tied = raw.clone();
+            tied.push((0, 7));
+            tied.push((u32::MAX, 8));
+            tied.push((raw[0].0, 9));
+            tied.insert(0, (raw[n / 2].0, 10));
+            check(&tied, &mut next);
+        }
+    }
+
+    /// One point: every hash lands on it.
+    #[test]
+    fn single_point() {
+        let mut next = xorshift(7);
+        for p in [0, 1, 0x8000_0000, u32::MAX] {
+            check(&[(p, 3)], &mut next);
+        }
+    }
+
+    /// Points crowded into a few buckets (a key hash with a narrow range, such as
+    /// libmemcached's 15-bit crc, hashing the point names of `libmemcached-unweighted`): the
+    /// one full bucket is binary-searched, and the empty buckets around it still answer.
+    #[test]
+    fn crowded_buckets() {
+        let mut next = xorshift(99);
+        for n in [100usize, 1000, 20_000] {
+            let narrow: Vec<(u32, u32)> = (0..n).map(|i| (next() & 0x7fff, i as u32)).collect();
+            check(&narrow, &mut next);
+            let high: Vec<(u32, u32)> = (0..n)
+                .map(|i| (u32::MAX - (next() & 0xffff), i as u32))
+                .collect();
+            check(&high, &mut next);
+            let all_equal: Vec<(u32, u32)> = (0..n).map(|i| (0x1234_5678, i as u32)).collect();
+            check(&all_equal, &mut next);
+        }
+    }
+
+    /// The index has between n/2 and n buckets, so a bucket holds one to two points on
+    /// average (what keeps a lookup to one line of entries).
+    #[test]
+    fn index_sized_to_the_points() {
+        for n in [16usize, 17, 1000, 160_000, 1_600_000] {
+            let buckets = 1usize << index_bits(n);
+            assert!(
+                buckets <= n && 2 * buckets > n,
+                "{n} points, {buckets} buckets"
+            );
+        }
+        assert_eq!(index_bits(0), 4);
+        assert_eq!(index_bits(1), 4);
+        assert_eq!(index_bits(usize::MAX), 24);
     }
 }

@@ -243,6 +243,21 @@ impl Ring {
         self.continuum.len()
     }
 
+    /// Heap bytes the continuum holds: each distinct point with its server's index (8 bytes)
+    /// and the bucket index that keeps a lookup to two cache lines (4 bytes per bucket, between
+    /// half as many and as many buckets as points). Divide by [`Ring::servers`]`.len()` for the
+    /// memory per server; the server list itself is not counted.
+    ///
+    /// ```
+    /// use memshard::{Flavor, Ring, Server};
+    /// let ring = Ring::new(vec![Server::new("10.0.0.1", 11211)], Flavor::Libmemcached).unwrap();
+    /// assert_eq!(ring.len(), 160);
+    /// assert!(ring.continuum_bytes() >= 160 * 8);
+    /// ```
+    pub fn continuum_bytes(&self) -> usize {
+        self.continuum.heap_bytes()
+    }
+
     /// True when no server has a point (never the case for a ring that was built).
     pub fn is_empty(&self) -> bool {
         self.continuum.len() == 0
