@@ -2,7 +2,7 @@
 //! pool per server. Only I/O lives here.
 
 use super::conn::AsyncConn;
-use super::pool::{ConnectFailure, Manager, Pool};
+use super::pool::{ConnectFailure, Manager, Pool, Pooled};
 use super::prober;
 use crate::core::call::{Call, Failed, after_failure};
 use crate::core::exchange::{Exchange, Retrieve, Single};
@@ -15,12 +15,10 @@ use crate::observe;
 use crate::servers::Server;
 use futures_util::future::{Either, join_all, select};
 use std::sync::Arc;
-use std::time::Instant;
 
 pub(crate) type Shared = Core<Pool>;
 /// One configured server of this client: its pool, health and rejoin log.
 pub(crate) type ServerOf = Member<Pool>;
-type Pooled<'a> = bb8::PooledConnection<'a, Manager>;
 
 /// An async pooled memcached client over a ketama ring: the blocking
 /// [`Client`](crate::Client)'s commands, options and outcomes, each an `async fn`. Cheap to
@@ -77,17 +75,18 @@ impl Builder<Client> {
     }
 }
 
-/// A connection leased for one exchange: from the pool, or made for the one retry after a
-/// stale connection (and offered to the pool when the exchange is over).
+/// A connection leased for one exchange: from the pool (given back to it when the exchange is
+/// over, see [`Pool::give_back`]), or made for the one retry after a stale connection (and
+/// offered to the pool).
 enum Lease<'m> {
-    Pooled(Pooled<'m>),
+    Pooled(Option<Pooled>, &'m Pool),
     Fresh(Option<AsyncConn>, &'m bb8::Pool<Manager>),
 }
 
 impl Lease<'_> {
     fn conn(&mut self) -> Option<&mut AsyncConn> {
         match self {
-            Lease::Pooled(c) => Some(c),
+            Lease::Pooled(c, _) => c.as_deref_mut(),
             Lease::Fresh(c, _) => c.as_mut(),
         }
     }
@@ -103,13 +102,23 @@ impl Lease<'_> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        if let Lease::Fresh(c, pool) = self
-            && let Some(c) = c.take()
-            && !c.link.is_broken()
-            && !c.link.is_in_flight()
-        {
-            // kept if the pool has room (bb8 checks `has_broken` again); closed otherwise
-            let _ = pool.add(c);
+        match self {
+            // in flight (its future was dropped mid-exchange) or broken: closed, never reused
+            Lease::Pooled(c, pool) => {
+                if let Some(c) = c.take() {
+                    pool.give_back(c);
+                }
+            }
+            Lease::Fresh(c, pool) => {
+                if let Some(c) = c.take()
+                    && !c.link.is_broken()
+                    && !c.link.is_in_flight()
+                {
+                    // kept if the pool has room (bb8 checks `has_broken` again); closed
+                    // otherwise
+                    let _ = pool.add(c);
+                }
+            }
         }
     }
 }
@@ -144,10 +153,13 @@ impl Client {
         if fresh {
             return self.fresh(m).await;
         }
-        let waited = Instant::now();
+        let waited = observe::Started::now();
         // Each pass drops one stale pooled connection; a pool holds at most `size`.
         for _ in 0..=m.pool.size {
-            let mut c = self.pooled(m).await?;
+            let mut c = match m.pool.take_idle() {
+                Some(c) => c,
+                None => self.pooled(m).await?,
+            };
             if !m.pool.is_current(&c) {
                 c.link.mark_broken();
                 continue;
@@ -170,7 +182,7 @@ impl Client {
                 return Err(e);
             }
             observe::pool_wait(&m.server.addr, waited.elapsed());
-            return Ok(Lease::Pooled(c));
+            return Ok(Lease::Pooled(Some(c), &m.pool));
         }
         self.fresh(m).await
     }
@@ -188,7 +200,11 @@ impl Client {
 
     /// A connection from `m`'s pool. A connect that fails while this checkout waits ends the
     /// wait at once with the connect error (bb8 alone would wait out the checkout timeout).
-    async fn pooled<'m>(&self, m: &'m Arc<ServerOf>) -> Result<Pooled<'m>> {
+    async fn pooled(&self, m: &Arc<ServerOf>) -> Result<Pooled> {
+        let (_waiting, given_back) = m.pool.wait();
+        if let Some(c) = given_back {
+            return Ok(c);
+        }
         let mut failures = m.pool.failures.subscribe();
         let failed = async move {
             match failures.changed().await {
@@ -197,7 +213,12 @@ impl Client {
                 Err(_) => std::future::pending().await,
             }
         };
-        let got = match select(std::pin::pin!(m.pool.bb8.get()), std::pin::pin!(failed)).await {
+        let got = match select(
+            std::pin::pin!(m.pool.bb8.get_owned()),
+            std::pin::pin!(failed),
+        )
+        .await
+        {
             Either::Left((got, _)) => got,
             Either::Right((Some(f), _)) => return Err(self.connect_failed(m, f)),
             Either::Right((None, _)) => Err(bb8::RunError::TimedOut),

@@ -9,6 +9,16 @@
 //! - **Invalidation.** bb8 cannot drop its connections on demand; each connection carries the
 //!   generation it was made in, and one from before the server went down is reported broken
 //!   ([`bb8::ManageConnection::has_broken`]) and never reused.
+//! - **A fast path in front of bb8.** A bb8 checkout and return take bb8's lock four times,
+//!   read the clock three times and set up a checkout timeout: ~0.3 µs of CPU, measured in
+//!   `benches/async_parts.rs`, on a request of ~8 µs. A connection that ends its exchange
+//!   cleanly goes onto a short stack of this pool's own instead ([`Pool::give_back`]), still
+//!   checked out as far as bb8 knows (so bb8's `max_size` still bounds every connection), and
+//!   the next checkout pops it under one uncontended lock ([`Pool::take_idle`]). Whenever a
+//!   checkout waits in bb8 ([`Pool::waiting`]), connections given back go to bb8 instead and
+//!   wake it. With `min_idle` the stack is not used: bb8 counts stacked connections as busy
+//!   and would open more to keep `min_idle` idle. Every connection popped is checked as one
+//!   from bb8 is (generation, idle check).
 
 use super::conn::AsyncConn;
 use crate::core::failover::ServerPool;
@@ -16,8 +26,8 @@ use crate::core::link::ConnOptions;
 use crate::core::settings::PoolSettings;
 use crate::error::Error;
 use crate::servers::Server;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 /// One failed connect of a pool, numbered.
@@ -102,6 +112,24 @@ pub(crate) struct Pool {
     /// The newest connect failure already counted for health.
     pub(crate) counted: AtomicU64,
     pub(crate) size: u32,
+    /// Connections checked out of bb8 and idle between two exchanges (see the module docs);
+    /// `None` with `min_idle`.
+    idle: Option<Mutex<Vec<Pooled>>>,
+    /// Checkouts waiting in bb8.
+    waiting: AtomicUsize,
+}
+
+/// A connection checked out of bb8.
+pub(crate) type Pooled = bb8::PooledConnection<'static, Manager>;
+
+/// A checkout waiting in bb8, counted in [`Pool::waiting`] until dropped (even when its
+/// future is).
+pub(crate) struct Waiting<'p>(&'p Pool);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Pool {
@@ -130,7 +158,40 @@ impl Pool {
             failures,
             counted: AtomicU64::new(0),
             size: cfg.size,
+            idle: (cfg.min_idle == 0).then(|| Mutex::new(Vec::with_capacity(cfg.size as usize))),
+            waiting: AtomicUsize::new(0),
         }
+    }
+
+    /// The connection last given back, if one is idle on the stack.
+    pub(crate) fn take_idle(&self) -> Option<Pooled> {
+        let idle = self.idle.as_ref()?;
+        idle.lock().unwrap_or_else(PoisonError::into_inner).pop()
+    }
+
+    /// `c`, at the end of its exchange: onto the stack if it can serve again and no checkout
+    /// waits in bb8; otherwise back to bb8, which closes it if it is broken, in flight or
+    /// stale, and otherwise hands it to a waiting checkout.
+    pub(crate) fn give_back(&self, c: Pooled) {
+        let Some(idle) = &self.idle else { return };
+        if c.link.is_broken() || c.link.is_in_flight() || !self.is_current(&c) {
+            return;
+        }
+        idle.lock().unwrap_or_else(PoisonError::into_inner).push(c);
+        // Pairs with `wait`: a checkout that starts waiting after the push finds the
+        // connection on the stack; one that started before is seen here.
+        fence(Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            let c = idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            drop(c);
+        }
+    }
+
+    /// Count a checkout about to wait in bb8; then the stack is checked once more (see
+    /// [`Pool::give_back`]), and a connection found there is returned at once.
+    pub(crate) fn wait(&self) -> (Waiting<'_>, Option<Pooled>) {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        (Waiting(self), self.take_idle())
     }
 
     /// Whether `c` was made in the current generation.
@@ -147,5 +208,11 @@ impl Pool {
 impl ServerPool for Pool {
     fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
+        // closed outside the lock (bb8 takes its own when they drop)
+        let stale = match &self.idle {
+            Some(idle) => std::mem::take(&mut *idle.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => Vec::new(),
+        };
+        drop(stale);
     }
 }

@@ -9,12 +9,11 @@ use super::view::Member;
 use crate::error::Error;
 use crate::observe;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// A request under way: started at, for which command, in which span.
 pub(crate) struct Call {
     command: &'static str,
-    started: Instant,
+    started: observe::Started,
     pub(crate) span: observe::Span,
 }
 
@@ -69,7 +68,7 @@ impl<P: ServerPool> Core<P> {
     pub(crate) fn call(&self, m: &Member<P>, command: &'static str) -> Call {
         Call {
             command,
-            started: Instant::now(),
+            started: observe::Started::now(),
             span: observe::span(command, &m.server.addr),
         }
     }
