@@ -160,6 +160,11 @@ impl<P: ServerPool> Core<P> {
 
     /// `Err(ServerDown)` while `m` is marked down.
     pub(crate) fn available(&self, m: &Member<P>) -> Result<()> {
+        // the clock is read only for a server marked down (~40 instructions of every request
+        // otherwise, callgrind)
+        if !m.health.is_down() {
+            return Ok(());
+        }
         let retry_in = match m.health.availability(self.epoch, Instant::now()) {
             Availability::Up => return Ok(()),
             Availability::Down(wait) => wait,
