@@ -206,13 +206,13 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
         Parsed::Incomplete => return Ok(Parsed::Incomplete),
         Parsed::Done(l, used) => (l, used),
     };
-    if l == b"END" {
-        return Ok(Parsed::Done(RetrievalItem::End, used));
-    }
-    if let Some(e) = error_reply(l) {
-        return Ok(Parsed::Done(RetrievalItem::Failed(e), used));
-    }
     let Some(rest) = l.strip_prefix(b"VALUE ") else {
+        if l == b"END" {
+            return Ok(Parsed::Done(RetrievalItem::End, used));
+        }
+        if let Some(e) = error_reply(l) {
+            return Ok(Parsed::Done(RetrievalItem::Failed(e), used));
+        }
         return Err(ParseError::Unexpected(text(l)));
     };
     let bad = || ParseError::BadValueHeader(text(l));
