@@ -2,7 +2,7 @@
 //!
 //! MD5 is one long chain of dependent additions, so a single hash leaves most of the CPU idle.
 //! Running four independent hashes in lock-step, lane by lane, lets the compiler keep four
-//! chains in flight (on x86-64 as SSE2 vectors, see `lanes`); routing a batch of keys — a multi-get, the
+//! chains in flight (on x86-64 as SSE2 vectors, see `sse2`); routing a batch of keys — a multi-get, the
 //! planner's million keys — then costs a fraction of four separate hashes. One `unsafe` call (SSE2, in every x86-64 CPU); the
 //! result is checked against md-5 in the tests below.
 
@@ -50,9 +50,9 @@ pub fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `rounds` only needs SSE2, which every x86-64 CPU has (it is in the target's
     // baseline: `cfg(target_feature = "sse2")` holds for every x86_64 target Rust has).
-    let [a, b, c, d] = unsafe { lanes::rounds(&m) };
+    let [a, b, c, d] = unsafe { sse2::rounds(&m) };
     #[cfg(not(target_arch = "x86_64"))]
-    let [a, b, c, d] = lanes::rounds(&m);
+    let [a, b, c, d] = scalar::rounds(&m);
     std::array::from_fn(|l| {
         [
             a[l].wrapping_add(INIT[0]),
@@ -72,7 +72,7 @@ const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
 /// 7.8 -> 7.2 µs (criterion, route_100_keys); a 100-key get_multi over 4 servers 274 k -> 222 k
 /// user-space instructions.
 #[cfg(target_arch = "x86_64")]
-mod lanes {
+mod sse2 {
     use super::{INIT, K, Lanes, S};
     use std::arch::x86_64::{
         __m128i, _mm_add_epi32, _mm_and_si128, _mm_andnot_si128, _mm_cvtsi32_si128,
@@ -123,9 +123,9 @@ mod lanes {
     }
 }
 
-/// The same rounds lane by lane, for other targets.
-#[cfg(not(target_arch = "x86_64"))]
-mod lanes {
+/// The same rounds lane by lane, for other targets (and compared with `sse2` in the tests).
+#[cfg(any(not(target_arch = "x86_64"), test))]
+mod scalar {
     use super::{INIT, K, Lanes, S};
 
     pub(super) fn rounds(m: &[Lanes; 16]) -> [Lanes; 4] {
@@ -184,6 +184,25 @@ use rounds;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The SSE2 rounds against the lane-by-lane ones other targets use.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse2_equals_scalar() {
+        let mut x: u32 = 0x9e37_79b9;
+        for _ in 0..200 {
+            let m: [Lanes; 16] = std::array::from_fn(|_| {
+                std::array::from_fn(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x
+                })
+            });
+            // SAFETY: SSE2 is in every x86-64 CPU (see md5_x4).
+            assert_eq!(unsafe { sse2::rounds(&m) }, scalar::rounds(&m));
+        }
+    }
 
     #[test]
     fn equals_md5_for_every_one_block_length() {
