@@ -11,25 +11,13 @@
 //! median, so load from other work on the machine hits every size alike: the ratio of the
 //! 10,000-server row to the 1,000-server row is what shows a cliff.
 
-use crate::{build_iters, build_rep, emit, interleave, route_keys, route_rep};
+use crate::{
+    build_iters, build_rep, emit, interleave, route_keys, route_rep, weighted_servers as servers,
+};
 use memshard::{Flavor, Ring, Server};
 use std::hint::black_box;
 
 pub(crate) const SIZES: [usize; 3] = [100, 1000, 10_000];
-
-/// `127.0.<i/250>.<1+i%250>:11211` with weight `1+(i*7)%5`, as the other routing rows (up to
-/// 62,500 servers).
-fn servers(n: usize) -> Vec<Server> {
-    (0..n)
-        .map(|i| {
-            Server::new(
-                format!("127.{}.{}.{}", i / 62_500, (i / 250) % 250, 1 + i % 250),
-                11211,
-            )
-            .with_weight(1 + (i as u32 * 7) % 5)
-        })
-        .collect()
-}
 
 pub(crate) fn ring_scale_cmd() {
     let keys = route_keys();
