@@ -145,6 +145,23 @@ macro_rules! plain {
     };
 }
 
+/// A route's test on the blocking client and on the async one, each on servers of its own
+/// (`127.0.20.<base>` and up).
+macro_rules! both_clients {
+    ($route:ident, $blocking:ident, $async_:ident, $b:expr, $a:expr) => {
+        #[test]
+        fn $blocking() {
+            $route(Which::Blocking, $b);
+        }
+
+        #[cfg(feature = "async")]
+        #[test]
+        fn $async_() {
+            $route(Which::Async, $a);
+        }
+    };
+}
+
 fn build(which: Which, first: &Pool, second: &Pool, kind: Kind) -> Result<Api> {
     match which {
         Which::Blocking => {
@@ -792,16 +809,7 @@ fn warm_up(which: Which, base: u8) {
     println!("{name}: warm-up {:?}", api.stats());
 }
 
-#[test]
-fn warm_up_blocking() {
-    warm_up(Which::Blocking, 1);
-}
-
-#[cfg(feature = "async")]
-#[test]
-fn warm_up_async() {
-    warm_up(Which::Async, 4);
-}
+both_clients!(warm_up, warm_up_blocking, warm_up_async, 1, 4);
 
 // ---------------------------------------------------------------------------------------
 // migration
@@ -958,16 +966,7 @@ fn migrate(which: Which, base: u8) {
     println!("{name}: migration phases checked");
 }
 
-#[test]
-fn migrate_blocking() {
-    migrate(Which::Blocking, 7);
-}
-
-#[cfg(feature = "async")]
-#[test]
-fn migrate_async() {
-    migrate(Which::Async, 10);
-}
+both_clients!(migrate, migrate_blocking, migrate_async, 7, 10);
 
 // ---------------------------------------------------------------------------------------
 // gutter
@@ -1198,16 +1197,7 @@ fn gutter(which: Which, base: u8) {
     println!("{name}: gutter {:?}", api.stats());
 }
 
-#[test]
-fn gutter_blocking() {
-    gutter(Which::Blocking, 13);
-}
-
-#[cfg(feature = "async")]
-#[test]
-fn gutter_async() {
-    gutter(Which::Async, 17);
-}
+both_clients!(gutter, gutter_blocking, gutter_async, 13, 17);
 
 // ---------------------------------------------------------------------------------------
 // mirror
@@ -1350,16 +1340,7 @@ fn mirror(which: Which, base: u8) {
     println!("{name}: mirror {:?}", api.stats());
 }
 
-#[test]
-fn mirror_blocking() {
-    mirror(Which::Blocking, 21);
-}
-
-#[cfg(feature = "async")]
-#[test]
-fn mirror_async() {
-    mirror(Which::Async, 25);
-}
+both_clients!(mirror, mirror_blocking, mirror_async, 21, 25);
 
 // ---------------------------------------------------------------------------------------
 // metrics
