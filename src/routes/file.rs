@@ -434,6 +434,26 @@ fn keys_of(route: &str) -> &'static [&'static str] {
     }
 }
 
+/// The router a file's spec describes, over its two built clients: one body for the blocking
+/// and the async `Router` (same constructors, different types).
+macro_rules! route_of {
+    ($file:ident, $Router:ident, $first:ident, $second:ident) => {
+        Ok(match &$file.spec {
+            RouteSpec::WarmUp { backfill } => $Router::warm_up($first, $second, *backfill),
+            RouteSpec::Migrate { .. } => {
+                let m = $file.migration(SystemTime::now());
+                $Router::migrate(
+                    $first,
+                    $second,
+                    m.ok_or_else(|| Error::Config("route file: not a migration".into()))?,
+                )
+            }
+            RouteSpec::Gutter { ttl } => $Router::gutter($first, $second, *ttl)?,
+            RouteSpec::Mirror { read } => $Router::mirror($first, $second, *read)?,
+        })
+    };
+}
+
 impl RouteFile {
     /// Read a route from YAML text (see [the module](self) for the keys).
     /// [`Error::Config`] names the key to fix.
@@ -597,19 +617,7 @@ impl RouteFile {
                 .build()
         };
         let (first, second) = (client(PoolRole::First)?, client(PoolRole::Second)?);
-        Ok(match &self.spec {
-            RouteSpec::WarmUp { backfill } => Router::warm_up(first, second, *backfill),
-            RouteSpec::Migrate { .. } => {
-                let m = self.migration(SystemTime::now());
-                Router::migrate(
-                    first,
-                    second,
-                    m.ok_or_else(|| Error::Config("route file: not a migration".into()))?,
-                )
-            }
-            RouteSpec::Gutter { ttl } => Router::gutter(first, second, *ttl)?,
-            RouteSpec::Mirror { read } => Router::mirror(first, second, *read)?,
-        })
+        route_of!(self, Router, first, second)
     }
 
     /// The async [`Router`](crate::aio::Router) the file describes.
@@ -630,19 +638,7 @@ impl RouteFile {
         use crate::aio::{Client, Router};
         let mut client = |role| self.builder(role, base(role, Client::builder())).build();
         let (first, second) = (client(PoolRole::First)?, client(PoolRole::Second)?);
-        Ok(match &self.spec {
-            RouteSpec::WarmUp { backfill } => Router::warm_up(first, second, *backfill),
-            RouteSpec::Migrate { .. } => {
-                let m = self.migration(SystemTime::now());
-                Router::migrate(
-                    first,
-                    second,
-                    m.ok_or_else(|| Error::Config("route file: not a migration".into()))?,
-                )
-            }
-            RouteSpec::Gutter { ttl } => Router::gutter(first, second, *ttl)?,
-            RouteSpec::Mirror { read } => Router::mirror(first, second, *read)?,
-        })
+        route_of!(self, Router, first, second)
     }
 }
 
