@@ -749,6 +749,27 @@ mod tests {
         assert!(matches!(shared.router(), Err(Error::Config(_))));
     }
 
+    /// The async router comes from the same dispatch: each kind builds, the same refusals.
+    #[cfg(feature = "async")]
+    #[test]
+    fn async_routers_as_the_blocking_ones() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let warm = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: 60\n{NEW}{OLD}"))
+                .expect("valid");
+            let r = warm.async_router().expect("builds without connecting");
+            assert_eq!(r.phase(), Some(crate::routes::Phase::WarmUp));
+            let shared = RouteFile::parse(
+                "route: mirror\na: { servers: [\"127.0.0.1:11211\"] }\nb: { servers: [\"127.0.0.1:11211\"] }\n",
+            )
+            .expect("parses");
+            assert!(matches!(shared.async_router(), Err(Error::Config(_))));
+        });
+    }
+
     #[test]
     fn errors_name_the_key_to_fix() {
         let cases: &[(&str, &str)] = &[
