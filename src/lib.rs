@@ -90,7 +90,6 @@ mod core;
 pub mod error;
 pub mod hash;
 mod health;
-mod md5x4;
 #[cfg(feature = "near-cache")]
 #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
 pub mod near;
@@ -101,11 +100,11 @@ pub mod rejoin;
 pub mod ring;
 pub mod routes;
 pub mod servers;
-pub mod watch;
-
 #[cfg(feature = "codecs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
-pub use crate::core::value;
+pub mod value;
+pub mod watch;
+
 
 pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::auth::Credentials;

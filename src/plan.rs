@@ -8,7 +8,7 @@
 //! with the feature `serde`.
 
 use crate::hash::{self, KeyHash};
-use crate::md5x4;
+use crate::ring::md5x4;
 use crate::ring::{Flavor, HashTag, Ring, RingError};
 use crate::servers::Server;
 use std::collections::HashMap;

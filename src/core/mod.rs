@@ -22,7 +22,6 @@
 //! | `stampede` | leases: their settings and the waiting of those who did not win |
 //! | `outcome` | what commands return |
 //! | `api` | the public methods both clients share word for word, defined once |
-//! | `value` | what each peer stores, decoded from flags + payload (feature `codecs`) |
 
 pub(crate) mod call;
 pub(crate) mod exchange;
@@ -45,8 +44,6 @@ pub(crate) mod settings;
 pub(crate) mod stampede;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
-#[cfg(feature = "codecs")]
-pub mod value;
 pub(crate) mod view;
 
 use crate::error::Result;

@@ -2,6 +2,7 @@
 
 mod continuum;
 mod dalli_key;
+pub(crate) mod md5x4;
 pub mod flavor;
 mod spy_node;
 mod tag;
@@ -325,13 +326,13 @@ impl Ring {
                 && i + 4 <= keys.len()
                 && keys[i..i + 4]
                     .iter()
-                    .all(|k| tagged(k) <= crate::md5x4::MAX_ONE_BLOCK)
+                    .all(|k| tagged(k) <= crate::ring::md5x4::MAX_ONE_BLOCK)
             {
                 let ks: [&[u8]; 4] = std::array::from_fn(|j| match &self.tag {
                     Some(t) => t.apply(keys[i + j]),
                     None => keys[i + j],
                 });
-                let hashes = crate::md5x4::md5_first_words(ks);
+                let hashes = crate::ring::md5x4::md5_first_words(ks);
                 for (j, h) in hashes.into_iter().enumerate() {
                     if let Some(pos) = self.continuum.position(h) {
                         f(i + j, self.continuum.owner_at(pos) as usize);

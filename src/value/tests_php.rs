@@ -17,7 +17,7 @@ fn fixture(path: &str) -> J {
 
 fn testdata(name: &str) -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/core/value/testdata")
+        .join("src/value/testdata")
         .join(name);
     std::fs::read(path).expect("test vector")
 }
@@ -352,7 +352,7 @@ fn as_php_array(j: &J) -> J {
 
 #[test]
 fn extra_php_writes_are_byte_exact() {
-    let doc = fixture("src/core/value/testdata/php-extra.json");
+    let doc = fixture("src/value/testdata/php-extra.json");
     let writes = doc["writes"].as_array().expect("writes");
     let (mut exact, mut differs_on_purpose) = (0, 0);
     let mut failures = Vec::new();

@@ -7,7 +7,7 @@
 //! keys: those keys become decimal text. PHP's msgpack writes a `stdClass` object as a map whose
 //! **nil key holds the class name** (`83 c0 a8 "stdClass" …` in `object-msgpack`): that entry is
 //! dropped, leaving the properties. `None` (the caller keeps the bytes as
-//! [`Value::Foreign`](crate::core::value::Value::Foreign)) for anything JSON cannot hold inside an
+//! [`Value::Foreign`](crate::value::Value::Foreign)) for anything JSON cannot hold inside an
 //! array or map: bin, ext, a str that is not UTF-8, a float that is not finite, a key that is not
 //! a str or an integer, a nil key holding anything but `"stdClass"` (another class, or msgpack's
 //! reference and custom-serializer markers, which hold integers), and for bytes after the value
@@ -19,7 +19,7 @@ use rmpv::Value as M;
 use serde_json::Value as J;
 
 use super::phpser::MAX_DEPTH;
-use crate::core::value::Value;
+use crate::value::Value;
 
 /// The value, or `None` when the bytes are not one MessagePack value.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Value> {
@@ -37,7 +37,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Value> {
         },
         M::F32(f) => Value::Float(f64::from(f)),
         M::F64(f) => Value::Float(f),
-        M::String(s) => crate::core::value::text_or_bytes(s.into_bytes()),
+        M::String(s) => crate::value::text_or_bytes(s.into_bytes()),
         M::Binary(b) => Value::Bytes(b),
         M::Ext(..) => return None,
         container @ (M::Array(_) | M::Map(_)) => Value::Msgpack(to_json(container)?),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Regenerates php-extra.json: our own memcached on a free 127.0.0.1 port, php-extra.php stores
 # its cases through php-memcached 3.2.0 (Debian php8.2-memcached), the server is stopped at the end.
-#   bash src/core/value/testdata/gen-php-extra.sh
+#   bash src/value/testdata/gen-php-extra.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PATH=$PATH:/usr/sbin:/sbin

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 
 use serde_json::Value as J;
 
-use crate::core::value::Value;
+use crate::value::Value;
 
 /// Nesting levels of Arrays, Hashes and ivars read.
 const MAX_DEPTH: usize = 128;

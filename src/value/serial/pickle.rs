@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value as J;
 use serde_pickle::{DeOptions, HashableValue, SerOptions, Value as P};
 
-use crate::core::value::Value;
+use crate::value::Value;
 
 /// Nesting levels of lists, tuples and dicts read (serde-pickle and the conversion recurse).
 const MAX_DEPTH: usize = 128;

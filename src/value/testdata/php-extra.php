@@ -1,5 +1,5 @@
 <?php
-// Extra php-memcached 3.2.0 write cases for memshard's encoder tests (src/core/value/tests_php.rs),
+// Extra php-memcached 3.2.0 write cases for memshard's encoder tests (src/value/tests_php.rs),
 // beyond value-vectors/php-memcached.json: PHP serialize() floats and integer-like array keys,
 // json_encode escaping and floats, g_fmt spellings. Usage (gen-php-extra.sh runs it):
 //   php php-extra.php PORT OUT.json

@@ -19,7 +19,7 @@
 //! (`r:`, `R:`), escaped strings (`S:`), an integer out of range (PHP saturates with a warning),
 //! bytes after the value (PHP 8.2 ignores them), nesting deeper than [`MAX_DEPTH`], inside a
 //! list or map a string that is not UTF-8 or a float that is not finite — is `None`, and the
-//! caller keeps the bytes as [`Value::Foreign`](crate::core::value::Value::Foreign).
+//! caller keeps the bytes as [`Value::Foreign`](crate::value::Value::Foreign).
 //!
 //! Writing: floats are spelled as `serialize()` spells them with `serialize_precision = -1`
 //! ([`gcvt`](super::super::php_float::gcvt) with `E`), and a map key that is a canonical decimal
@@ -32,7 +32,7 @@
 use std::collections::HashMap;
 
 use super::super::php_float::gcvt;
-use crate::core::value::Value;
+use crate::value::Value;
 
 /// Nesting limit for reading and writing: `serde_json`'s own parser stops at 128, PHP's
 /// `unserialize_max_depth` at 4096; 512 is PHP's `json_encode` default and keeps the recursion
