@@ -3,9 +3,9 @@
 //! failure policy that place keys as the peer does.
 
 use crate::hash::KeyHash;
-use crate::health::FailurePolicy;
 use crate::ring::{Flavor, HashTag};
 use crate::servers::{Server, parse_server_list};
+use crate::settings::FailurePolicy;
 use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -417,4 +417,36 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
         hash_with_prefix,
         point_hash,
     })
+}
+
+/// A peer configuration applied to a client's settings. Defined here, beside what it reads, so
+/// the settings know nothing of peer configurations.
+impl<C> crate::Builder<C> {
+    /// Everything a peer configuration says: servers, flavor, key hash, point hash, hash tag,
+    /// failure policy, timeout (connect/read/write) and namespace prefix.
+    ///
+    /// ```
+    /// let cfg = memshard::config::libmemcached("--SERVER=127.0.0.1:11211 --DISTRIBUTION=consistent --HASH=MD5").unwrap();
+    /// let client = memshard::Client::builder().peer_config(cfg).build().unwrap();
+    /// assert_eq!(client.ring().flavor(), memshard::Flavor::LibmemcachedUnweighted);
+    /// ```
+    pub fn peer_config(mut self, cfg: PeerConfig) -> Self {
+        let s = &mut self.settings;
+        s.servers.extend(cfg.servers);
+        s.flavor = cfg.flavor;
+        s.hash = Some(cfg.hash);
+        s.point_hash = cfg.point_hash;
+        s.tag = cfg.hash_tag;
+        s.policy = cfg.failure_policy;
+        if let Some(t) = cfg.timeout {
+            s.conn.connect_timeout = t;
+            s.conn.read_timeout = t;
+            s.conn.write_timeout = t;
+        }
+        if let Some(p) = cfg.prefix {
+            s.prefix = p.into_bytes();
+        }
+        s.hash_with_prefix = cfg.hash_with_prefix;
+        self
+    }
 }

@@ -287,10 +287,6 @@ impl Error {
     /// The error for `e`, met during `op` with `server`; a timeout (`WouldBlock`, `TimedOut`)
     /// becomes [`Error::Timeout`] after `timeout`.
     pub(crate) fn io(server: &str, e: io::Error, op: &'static str, timeout: Duration) -> Error {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = e.get_ref().and_then(|r| r.downcast_ref::<rustls::Error>()) {
-            return crate::core::tls::classify(server, tls);
-        }
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
                 server: server.to_string(),

@@ -82,51 +82,48 @@
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod aio;
-mod blocking;
+pub mod blocking;
 #[cfg(feature = "peer-config")]
 #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
 pub mod config;
 mod core;
 pub mod error;
 pub mod hash;
-mod health;
+pub mod hotkeys;
 #[cfg(feature = "near-cache")]
 #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
 pub mod near;
 mod observe;
+pub mod outcome;
 pub mod plan;
 pub mod proto;
-pub mod rejoin;
 pub mod ring;
 pub mod routes;
 pub mod servers;
+pub mod settings;
 #[cfg(feature = "codecs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
 pub mod value;
 pub mod watch;
 
-
 pub use crate::blocking::{Client, Replicated, Router};
-pub use crate::core::auth::Credentials;
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
-pub use crate::core::expiry::Expiry;
-pub use crate::core::hotkeys::{HotKey, HotKeys};
+pub use crate::hotkeys::{HotKey, HotKeys};
+pub use crate::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use crate::settings::TlsConfig;
+pub use crate::settings::{
+    Builder, Credentials, Expiry, FailurePolicy, Protocol, Stampede, UnknownProtocol,
+};
+pub use error::{AuthProblem, Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError, TlsProblem};
+pub use hash::{KeyHash, UnknownHash};
+pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};
+pub use servers::{Server, ServerListError, parse_server_list};
 
 /// What the benchmarks time below the public API. Not part of the API: it may change or go
 /// in any release.
 #[doc(hidden)]
 pub mod __bench {
-    pub use crate::core::hotkeys::Detector as HotKeyCounter;
+    pub use crate::hotkeys::Detector as HotKeyCounter;
 }
-pub use crate::core::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
-pub use crate::core::protocol::{Protocol, UnknownProtocol};
-pub use crate::core::settings::Builder;
-pub use crate::core::stampede::Stampede;
-#[cfg(feature = "tls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub use crate::core::tls::TlsConfig;
-pub use error::{AuthProblem, Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError, TlsProblem};
-pub use hash::{KeyHash, UnknownHash};
-pub use health::FailurePolicy;
-pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};
-pub use servers::{Server, ServerListError, parse_server_list};

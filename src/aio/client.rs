@@ -4,15 +4,16 @@
 use super::conn::AsyncConn;
 use super::pool::{ConnectFailure, Manager, Pool, Pooled};
 use super::prober;
-use crate::core::call::{Call, Failed, after_failure};
+use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve, Single};
+use crate::core::failure::call::{Call, Failed, after_failure};
 use crate::core::route::{Group, finish};
-use crate::core::settings::Builder;
 use crate::core::view::Member;
-use crate::core::{Core, outcome::*};
 use crate::error::{Error, Result};
 use crate::observe;
+use crate::outcome::*;
 use crate::servers::Server;
+use crate::settings::Builder;
 use futures_util::future::{Either, join_all, select};
 use std::sync::Arc;
 

@@ -4,8 +4,9 @@
 //! link in flight, and its pool never hands it out again.
 
 use crate::core::exchange::Exchange;
-use crate::core::link::{ConnOptions, Link, Next};
+use crate::core::link::{Link, Next};
 use crate::error::{Error, Result};
+use crate::settings::ConnOptions;
 use socket2::SockRef;
 use std::io::{self, Read};
 use std::net::IpAddr;
@@ -56,14 +57,14 @@ async fn over_tls(
         .connect(name, tcp)
         .await
         .map(|s| Stream::Tls(Box::new(s)))
-        .map_err(|e| crate::core::tls::handshake_failed(server, e, opts))
+        .map_err(|e| crate::core::tls::handshake_failed(server, e, opts.connect_timeout))
 }
 
 /// An async connection to one memcached server.
 pub(crate) struct AsyncConn {
     stream: Stream,
     pub(crate) link: Link,
-    /// The pool generation it was made in (see [`super::pool`]).
+    /// The pool generation it was made in (see the pool module).
     pub(crate) generation: u64,
 }
 
@@ -108,7 +109,12 @@ impl AsyncConn {
                         s.set_nodelay(true)
                             .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
                         #[cfg(feature = "tls")]
-                        if let Some(session) = crate::core::tls::session_for(opts, server, host)? {
+                        if let Some(session) = crate::core::tls::session_for(
+                            opts.tls.as_deref(),
+                            opts.tls_name.as_deref(),
+                            server,
+                            host,
+                        )? {
                             return over_tls(s, session, server, opts).await;
                         }
                         return Ok(Stream::Tcp(s));

@@ -21,11 +21,11 @@
 //!   from bb8 is (generation, idle check).
 
 use super::conn::AsyncConn;
-use crate::core::failover::ServerPool;
-use crate::core::link::ConnOptions;
-use crate::core::settings::PoolSettings;
+use crate::core::failure::eject::ServerPool;
 use crate::error::Error;
 use crate::servers::Server;
+use crate::settings::ConnOptions;
+use crate::settings::PoolSettings;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;

@@ -1,11 +1,14 @@
 //! The async client's prober: one task probes every down server of a client, started by the
 //! first server to go down and ended when none is left down (the schedule is the core's,
-//! [`crate::core::failover`]).
+//! [`crate::core::failure::eject`]).
 
-use super::client::Shared;
 use super::conn::AsyncConn;
-use crate::core::probe::Rejoin;
+use super::pool::Pool;
+use crate::core::Core;
+use crate::core::failure::probe::Rejoin;
 use std::sync::{Arc, Weak};
+
+type Shared = Core<Pool>;
 
 /// Start the prober task for `core` on `runtime`.
 pub(crate) fn start(core: &Arc<Shared>, runtime: &tokio::runtime::Handle) {

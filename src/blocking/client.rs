@@ -2,19 +2,19 @@
 //! exchanges on pooled connections in the caller's thread, and fans multi-key operations out
 //! across servers.
 
-use super::conn::Conn;
 use super::fan_out::fan_out;
 use super::pool::{Pool, Pooled};
 use super::prober;
-use crate::core::call::{Failed, after_failure};
+use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve};
+use crate::core::failure::call::{Failed, after_failure};
 use crate::core::route::{Group, finish};
-use crate::core::settings::Builder;
 use crate::core::view::Member;
-use crate::core::{Core, outcome::*};
 use crate::error::Result;
 use crate::observe;
+use crate::outcome::*;
 use crate::servers::Server;
+use crate::settings::Builder;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -130,7 +130,7 @@ impl Client {
 
     fn ended(
         &self,
-        call: crate::core::call::Call,
+        call: crate::core::failure::call::Call,
         m: &Arc<ServerOf>,
         err: Option<&crate::Error>,
         counts: bool,
@@ -222,11 +222,5 @@ impl Client {
             .map(|m| m.server.clone())
             .zip(results)
             .collect()
-    }
-
-    /// For the prober: a new connection to `m`, driven through `ex`.
-    pub(crate) fn connect(core: &Shared, m: &ServerOf) -> Result<Conn> {
-        let s = &m.server;
-        Conn::connect(&s.host, s.port, &s.addr, &core.settings.conn)
     }
 }

@@ -4,8 +4,9 @@
 //! timeouts.
 
 use crate::core::exchange::Exchange;
-use crate::core::link::{ConnOptions, Link, Next};
+use crate::core::link::{Link, Next};
 use crate::error::{Error, Result};
+use crate::settings::ConnOptions;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -171,7 +172,12 @@ impl Conn {
             s.set_nodelay(true)
                 .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
             #[cfg(feature = "tls")]
-            if let Some(session) = crate::core::tls::session_for(opts, server, host)? {
+            if let Some(session) = crate::core::tls::session_for(
+                opts.tls.as_deref(),
+                opts.tls_name.as_deref(),
+                server,
+                host,
+            )? {
                 return Conn::over_tls(s, session, server, opts);
             }
             Stream::Tcp(s)
@@ -204,7 +210,8 @@ impl Conn {
         server: &str,
         opts: &ConnOptions,
     ) -> Result<Conn> {
-        let failed = |e: io::Error| crate::core::tls::handshake_failed(server, e, opts);
+        let failed =
+            |e: io::Error| crate::core::tls::handshake_failed(server, e, opts.connect_timeout);
         tcp.set_read_timeout(Some(opts.connect_timeout))
             .and_then(|_| tcp.set_write_timeout(Some(opts.connect_timeout)))
             .map_err(failed)?;

@@ -24,10 +24,10 @@
 
 use super::conn::Conn;
 use crate::core::exchange::Single;
-use crate::core::failover::ServerPool;
-use crate::core::link::ConnOptions;
-use crate::core::settings::PoolSettings;
+use crate::core::failure::eject::ServerPool;
 use crate::error::{Error, Result};
+use crate::settings::ConnOptions;
+use crate::settings::PoolSettings;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

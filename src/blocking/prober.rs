@@ -1,10 +1,14 @@
 //! The blocking client's prober: one thread probes every down server of a client, started by
 //! the first server to go down and ended when none is left down (the schedule is the core's,
-//! [`crate::core::failover`]).
+//! [`crate::core::failure::eject`]).
 
-use super::client::{Client, Shared};
-use crate::core::probe::Rejoin;
+use super::conn::Conn;
+use super::pool::Pool;
+use crate::core::Core;
+use crate::core::failure::probe::Rejoin;
 use std::sync::{Arc, Weak};
+
+type Shared = Core<Pool>;
 
 /// Start the prober thread for `core`.
 pub(crate) fn start(core: &Arc<Shared>) {
@@ -23,7 +27,9 @@ fn run(weak: Weak<Shared>) {
         let Some(core) = weak.upgrade() else { return };
         for m in core.probe_round() {
             let mut rejoin = Rejoin::new(&core, &m);
-            let probed = Client::connect(&core, &m).and_then(|mut c| c.run(&mut rejoin));
+            let (s, opts) = (&m.server, &core.settings.conn);
+            let probed =
+                Conn::connect(&s.host, s.port, &s.addr, opts).and_then(|mut c| c.run(&mut rejoin));
             if probed.is_err() {
                 rejoin.failed();
             }

@@ -10,102 +10,9 @@
 
 use super::exchange::{Ctx, Exchange, Step, refusal};
 use super::readbuf::ReadBuf;
-use crate::error::{AuthProblem, Error, Result, SettingError};
+use crate::error::{AuthProblem, Error, Result};
 use crate::proto::{Parsed, Reply, Request, StoreCommand, parse_reply};
-use std::fmt;
-use std::path::Path;
-
-/// A user name and password for memcached's `-Y` authentication.
-///
-/// The password is never printed: `Debug` shows neither part, and no error message holds them.
-///
-/// ```
-/// let c = memshard::Credentials::new("app", "s3cret")?;
-/// assert_eq!(format!("{c:?}"), "Credentials { .. }");
-/// # Ok::<(), memshard::SettingError>(())
-/// ```
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    user: String,
-    password: String,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Credentials { .. }")
-    }
-}
-
-impl Credentials {
-    /// `user` and `password`. The user name cannot be empty or hold a space, a colon or a
-    /// control character (memcached splits the login on the first space and its auth file on
-    /// the first colon); the password cannot be empty or hold a line break.
-    pub fn new(user: impl Into<String>, password: impl Into<String>) -> Result<Self, SettingError> {
-        Self::checked(user.into(), password.into(), "the builder")
-    }
-
-    fn checked(user: String, password: String, from: &str) -> Result<Self, SettingError> {
-        let bad = |detail: &str| SettingError::Credentials {
-            source_name: from.to_owned(),
-            detail: detail.to_owned(),
-        };
-        if user.is_empty()
-            || user
-                .bytes()
-                .any(|b| b == b' ' || b == b':' || b.is_ascii_control())
-        {
-            return Err(bad(
-                "the user name must be non-empty, without spaces, colons or control characters",
-            ));
-        }
-        if password.is_empty() || password.bytes().any(|b| b == b'\r' || b == b'\n') {
-            return Err(bad("the password must be non-empty and on one line"));
-        }
-        Ok(Credentials { user, password })
-    }
-
-    /// `user:password` (memcached's auth file format), from the first line of `text`.
-    fn parse(text: &str, from: &str) -> Result<Self, SettingError> {
-        let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
-        match line.split_once(':') {
-            Some((user, password)) => Self::checked(user.to_owned(), password.to_owned(), from),
-            None => Err(SettingError::Credentials {
-                source_name: from.to_owned(),
-                detail: "expected one line `user:password`".to_owned(),
-            }),
-        }
-    }
-
-    /// The first line of the file at `path`, `user:password` (memcached's `-Y` file format).
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, SettingError> {
-        let path = path.as_ref();
-        let from = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SettingError::Credentials {
-            source_name: from.clone(),
-            detail: format!("cannot be read: {e}"),
-        })?;
-        Self::parse(&text, &from)
-    }
-
-    /// The environment variable `var`, `user:password`.
-    pub fn from_env(var: &str) -> Result<Self, SettingError> {
-        let from = format!("${var}");
-        let text = std::env::var(var).map_err(|e| SettingError::Credentials {
-            source_name: from.clone(),
-            detail: format!("not set or not UTF-8 ({e})"),
-        })?;
-        Self::parse(&text, &from)
-    }
-
-    /// The user name.
-    pub fn user(&self) -> &str {
-        &self.user
-    }
-
-    fn token(&self) -> Vec<u8> {
-        format!("{} {}", self.user, self.password).into_bytes()
-    }
-}
+use crate::settings::Credentials;
 
 /// The login of a new connection: `version`; if the server answers "unauthenticated", the
 /// credentials.
@@ -248,21 +155,5 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn credentials_are_checked_and_never_shown() {
-        assert!(Credentials::new("", "p").is_err());
-        assert!(Credentials::new("a b", "p").is_err());
-        assert!(Credentials::new("a:b", "p").is_err());
-        assert!(Credentials::new("a", "").is_err());
-        assert!(Credentials::new("a", "p\nq").is_err());
-        let c = Credentials::parse("app:s3cr:et\nignored\n", "test").expect("parses");
-        assert_eq!((c.user(), c.password.as_str()), ("app", "s3cr:et"));
-        assert!(Credentials::parse("no-colon", "test").is_err());
-        let shown = format!("{c:?} {:?}", Credentials::parse("app", "f"));
-        assert!(!shown.contains("s3cr"), "{shown}");
-        let e = Credentials::from_env("MEMSHARD_TEST_UNSET_VARIABLE").expect_err("unset");
-        assert!(e.to_string().contains("$MEMSHARD_TEST_UNSET_VARIABLE"));
     }
 }

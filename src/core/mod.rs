@@ -1,61 +1,47 @@
-//! The sans-IO core both clients share: settings, keys, the live view and routing, each
-//! command's request and reply interpretation, multi-key grouping, failure classification and
-//! the rejoin of a returning server. Nothing here opens a socket or waits; the
+//! The sans-IO core both clients share: keys, the live view and routing, each command's request
+//! and reply interpretation, multi-key grouping, and failure handling (health, ejection,
+//! probing, rejoin). Nothing here opens a socket or waits; the
 //! [blocking](crate::Client) and [async](crate::aio) clients only check out a connection, move
 //! the bytes an exchange asks for, and report the outcome back here.
 //!
 //! | module | its one job |
 //! |---|---|
-//! | `settings` | builder, defaults, validation |
 //! | `keys` | prefix, key as sent, key as hashed, value size |
 //! | `view` | ring + members + routing over the live servers |
 //! | `route` | one key to its member; many keys grouped per member |
 //! | `multi` | per-group requests, results back in input order |
 //! | `replica` | the copies of a replicated key |
-//! | `hotkeys` | the keys read most, counted in bounded memory (Space-Saving) |
-//! | `failover` | outcomes → health → ejection, rejoin, probing schedule |
-//! | `call` | one request's metrics and trace span; retry after a stale connection |
+//! | `failure` | what a failure means for a request and its server: health, ejection, probing, rejoin |
 //! | `exchange` | request bytes and reply interpretation of every command |
-//! | `probe` | the exchange that brings a down server back |
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
-//! | `protocol` | text or meta, the setting |
-//! | `stampede` | leases: their settings and the waiting of those who did not win |
-//! | `outcome` | what commands return |
+//! | `auth`, `tls` | the login of a new connection; TLS failures classified where they are seen |
 //! | `api` | the public methods both clients share word for word, defined once |
 
-pub(crate) mod call;
 pub(crate) mod exchange;
-pub(crate) mod expiry;
-pub(crate) mod failover;
-pub(crate) mod hotkeys;
+pub(crate) mod failure;
 pub(crate) mod keys;
 pub(crate) mod link;
 pub(crate) mod multi;
 #[macro_use]
 pub(crate) mod api;
 pub(crate) mod auth;
-pub(crate) mod outcome;
-pub(crate) mod probe;
-pub(crate) mod protocol;
 pub(crate) mod readbuf;
 pub(crate) mod replica;
 pub(crate) mod route;
-pub(crate) mod settings;
-pub(crate) mod stampede;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 pub(crate) mod view;
 
 use crate::error::Result;
-use crate::health::{FailurePolicy, Health};
 #[cfg(feature = "near-cache")]
 use crate::near::NearCache;
-use crate::rejoin::RejoinLog;
 use crate::ring::Ring;
 use crate::servers::Server;
+use crate::settings::{FailurePolicy, Settings};
 use arc_swap::ArcSwap;
+use failure::health::Health;
+use failure::rejoin::RejoinLog;
 use keys::KeyRules;
-use settings::Settings;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use view::{Member, View};
@@ -77,9 +63,9 @@ pub(crate) struct Core<P> {
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCache>,
     /// Hot-key counters, when asked for.
-    hot: Option<hotkeys::Detector>,
+    hot: Option<crate::hotkeys::Detector>,
     /// The down servers the prober watches.
-    probes: Mutex<failover::Probes<P>>,
+    probes: Mutex<failure::eject::Probes<P>>,
     make_pool: MakePool<P>,
 }
 
@@ -104,8 +90,8 @@ impl<P> Core<P> {
                 let admitting = settings.hot.is_some_and(|h| h.admit.is_some());
                 NearCache::new(cfg).invalidate_all_keys(admitting)
             }),
-            hot: settings.hot.map(hotkeys::Detector::new),
-            probes: Mutex::new(failover::Probes::default()),
+            hot: settings.hot.map(crate::hotkeys::Detector::new),
+            probes: Mutex::new(failure::eject::Probes::default()),
             settings,
             make_pool,
         };
@@ -275,10 +261,10 @@ impl<P> Core<P> {
     }
 
     /// The hottest keys, hottest first (empty when detection is off).
-    pub(crate) fn hot_keys(&self) -> Vec<hotkeys::HotKey> {
+    pub(crate) fn hot_keys(&self) -> Vec<crate::hotkeys::HotKey> {
         self.hot
             .as_ref()
-            .map(hotkeys::Detector::report)
+            .map(crate::hotkeys::Detector::report)
             .unwrap_or_default()
     }
 

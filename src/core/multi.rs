@@ -3,10 +3,10 @@
 
 use super::Core;
 use super::exchange::Retrieve;
-use super::failover::ServerPool;
-use super::outcome::Item;
+use super::failure::eject::ServerPool;
 use super::route::{Group, finish};
 use crate::error::{Error, Result};
+use crate::outcome::Item;
 use crate::proto::{Request, StoreCommand};
 
 /// One output slot per input key; a filled slot is final.

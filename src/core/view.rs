@@ -2,8 +2,8 @@
 //! (one per server: its pool, health and rejoin log), and with auto-eject the ring over the
 //! live ones. Replaced as a whole; a request loads it once and finishes on it.
 
-use crate::health::Health;
-use crate::rejoin::RejoinLog;
+use crate::core::failure::health::Health;
+use crate::core::failure::rejoin::RejoinLog;
 use crate::ring::Ring;
 use crate::servers::Server;
 use std::sync::Arc;

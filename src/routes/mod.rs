@@ -16,7 +16,7 @@
 //! - **A copy that missed a write is never read again before it is repaired.** When one copy
 //!   takes a write or delete and the other fails, the failed copy's key is recorded in its
 //!   client's rejoin log and its server is kept out of reads until the client's prober has
-//!   deleted the key there (the mechanism auto-eject uses: [`crate::rejoin`]). A copy that
+//!   deleted the key there (the mechanism auto-eject uses: [`crate::core::failure::rejoin`]). A copy that
 //!   refused a write (an error reply) is deleted at once.
 //! - **Read-modify commands apply once**, to the authoritative copy; the other copy is then
 //!   deleted, never rewritten.
@@ -324,7 +324,7 @@ pub(crate) fn expiry_of(exptime: u32) -> crate::Expiry {
     let secs = Duration::from_secs(u64::from(exptime));
     match exptime {
         0 => crate::Expiry::NEVER,
-        e if u64::from(e) <= crate::core::expiry::RELATIVE_LIMIT => crate::Expiry::after(secs),
+        e if u64::from(e) <= crate::settings::expiry::RELATIVE_LIMIT => crate::Expiry::after(secs),
         _ => crate::Expiry::at(UNIX_EPOCH + secs),
     }
 }

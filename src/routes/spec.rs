@@ -2,8 +2,8 @@
 //! the gutter. No I/O.
 
 use crate::Expiry;
-use crate::core::expiry::RELATIVE_LIMIT;
 use crate::error::{Error, Result};
+use crate::settings::expiry::RELATIVE_LIMIT;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Which pool a mirror reads first.

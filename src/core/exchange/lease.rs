@@ -4,9 +4,9 @@
 //! recompute failed (`md … C`).
 
 use super::{Ctx, Exchange, Resend, Step, meta};
-use crate::core::outcome::{DeleteOutcome, Item, StoreOutcome};
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::outcome::{DeleteOutcome, Item, StoreOutcome};
 use crate::proto::meta::{MetaCommand, MetaFlag, MetaReply, MetaRequest, MetaStatus};
 
 /// What a lookup found (meta-vectors/README.md, "Stampede protection flows").

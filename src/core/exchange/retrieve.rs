@@ -2,9 +2,9 @@
 //! all written at once, and each `VALUE` matched to a key asked.
 
 use super::{Ctx, Exchange, Step, meta, refusal};
-use crate::core::outcome::Item;
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::outcome::Item;
 use crate::proto::meta::{MetaFlag, MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{Parsed, Request, RetrievalItem, parse_retrieval};
 

@@ -2,9 +2,9 @@
 //! touch, version, flush_all, verbosity.
 
 use super::{Ctx, Exchange, Resend, Step, meta, refusal};
-use crate::core::outcome::{DeleteOutcome, StoreOutcome, TouchOutcome};
 use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
+use crate::outcome::{DeleteOutcome, StoreOutcome, TouchOutcome};
 use crate::proto::{Parsed, Reply, Request, StoreCommand, parse_reply};
 
 /// One request whose reply is one line, read by `accept` (`None`: the line does not answer

@@ -274,7 +274,7 @@ fn ambiguous(e: &Error, n: usize) -> Error {
 mod tests {
     use super::*;
     use crate::core::exchange::single::delete_outcome;
-    use crate::core::outcome::DeleteOutcome;
+    use crate::outcome::DeleteOutcome;
 
     #[test]
     fn each_reply_answers_its_request_and_batches_alternate() {
@@ -315,7 +315,7 @@ mod tests {
     fn quiet_meta_writes_report_failures_by_token_and_error_lines_by_their_place() {
         use crate::core::exchange::meta::testing::{CTX, opaques, receive};
         use crate::core::exchange::single::store_outcome;
-        use crate::core::outcome::StoreOutcome;
+        use crate::outcome::StoreOutcome;
         use crate::proto::StoreCommand;
         let keys: Vec<Vec<u8>> = (0..5).map(|i| format!("k{i}").into_bytes()).collect();
         let reqs = || {

@@ -13,7 +13,7 @@
 //!   deletes those keys on it (pipelined, checked deletes) on the probe connection; if that
 //!   fails the server stays out, its keys still recorded, and is probed again;
 //! - the log is bounded ([`Builder::rejoin_limit`](crate::Builder::rejoin_limit), default
-//!   [`DEFAULT_REJOIN_LIMIT`] keys per server). Once more distinct keys than that were changed,
+//!   [`DEFAULT_REJOIN_LIMIT`](crate::settings::DEFAULT_REJOIN_LIMIT) keys per server). Once more distinct keys than that were changed,
 //!   the key list is dropped and the server is **flushed** (`flush_all`) before it rejoins. That
 //!   loses its other data too, which is the price of never serving a stale value; it is what
 //!   a restarted server would have lost anyway, and it needs no operator to notice (keeping the
@@ -26,12 +26,9 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-/// Keys remembered per ejected server before the policy turns to `flush_all`: 100,000.
-pub const DEFAULT_REJOIN_LIMIT: usize = 100_000;
-
 /// What must be done on a returning server before it takes reads again.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Cleanup {
+pub(crate) enum Cleanup {
     /// Nothing was changed while it was out.
     Nothing,
     /// Delete these keys (as sent: prefixed) on it.
@@ -51,14 +48,14 @@ struct State {
 
 /// One server's record of the keys changed elsewhere while it was out.
 #[derive(Debug)]
-pub struct RejoinLog {
+pub(crate) struct RejoinLog {
     limit: usize,
     state: Mutex<State>,
 }
 
 impl RejoinLog {
     /// An empty log remembering at most `limit` keys (0: any change while out means a flush).
-    pub fn new(limit: usize) -> RejoinLog {
+    pub(crate) fn new(limit: usize) -> RejoinLog {
         RejoinLog {
             limit,
             state: Mutex::new(State::default()),
@@ -70,18 +67,18 @@ impl RejoinLog {
     }
 
     /// The server was ejected: record from now on (what was recorded before is kept).
-    pub fn went_out(&self) {
+    pub(crate) fn went_out(&self) {
         self.state().out = true;
     }
 
     /// Whether the server is out (ejected and not cleaned up yet).
-    pub fn is_out(&self) -> bool {
+    pub(crate) fn is_out(&self) -> bool {
         self.state().out
     }
 
     /// A write or delete of `key` (as sent) went to another server while this one is out.
     /// Returns false if the server is not out (nothing recorded).
-    pub fn record(&self, key: &[u8]) -> bool {
+    pub(crate) fn record(&self, key: &[u8]) -> bool {
         let mut s = self.state();
         if !s.out {
             return false;
@@ -101,7 +98,7 @@ impl RejoinLog {
 
     /// What must be done now before the server rejoins. Keys recorded meanwhile stay
     /// recorded until [`RejoinLog::cleaned`] is told this cleanup was done.
-    pub fn pending(&self) -> Cleanup {
+    pub(crate) fn pending(&self) -> Cleanup {
         let s = self.state();
         if s.overflowed {
             Cleanup::Flush
@@ -114,7 +111,7 @@ impl RejoinLog {
 
     /// `done` (from [`RejoinLog::pending`]) succeeded on the server: forget what it covered.
     /// A flush covers every key recorded so far (the server lost them all).
-    pub fn cleaned(&self, done: &Cleanup) {
+    pub(crate) fn cleaned(&self, done: &Cleanup) {
         let mut s = self.state();
         match done {
             Cleanup::Nothing => {}
@@ -133,7 +130,7 @@ impl RejoinLog {
     /// The server rejoins the ring: stop recording. Returns what was recorded since the last
     /// [`RejoinLog::pending`] (by writes routed on the view from before the rejoin), to be
     /// cleaned up too.
-    pub fn rejoined(&self) -> Cleanup {
+    pub(crate) fn rejoined(&self) -> Cleanup {
         let mut s = self.state();
         s.out = false;
         let left = if s.overflowed {
@@ -150,7 +147,7 @@ impl RejoinLog {
 
     /// The cleanup `left` (from [`RejoinLog::rejoined`]) failed: the server is out again with
     /// those keys still to clean.
-    pub fn back_out(&self, left: Cleanup) {
+    pub(crate) fn back_out(&self, left: Cleanup) {
         let mut s = self.state();
         s.out = true;
         match left {

@@ -1,17 +1,17 @@
 //! Bringing a down server back: the prober's exchange on a new connection. It must answer
 //! `version`; with auto-eject, the keys written or deleted elsewhere while it was out are
 //! deleted on it (or it is flushed, past the rejoin limit) before it takes reads again
-//! ([`crate::rejoin`]); then it rejoins the ring, and what was recorded meanwhile is cleaned
+//! ([`super::rejoin`]); then it rejoins the ring, and what was recorded meanwhile is cleaned
 //! too. A cleanup that fails after the rejoin puts it back out.
 
-use super::Core;
-use super::exchange::{Ctx, DeleteOwned, Exchange, Single, Step, WriteMany, delete_outcome};
-use super::failover::ServerPool;
-use super::readbuf::ReadBuf;
-use super::view::Member;
+use super::eject::ServerPool;
+use super::health::Transition;
+use super::rejoin::Cleanup;
+use crate::core::Core;
+use crate::core::exchange::{Ctx, DeleteOwned, Exchange, Single, Step, WriteMany, delete_outcome};
+use crate::core::readbuf::ReadBuf;
+use crate::core::view::Member;
 use crate::error::Result;
-use crate::health::Transition;
-use crate::rejoin::Cleanup;
 use std::sync::Arc;
 use std::time::Instant;
 

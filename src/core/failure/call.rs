@@ -1,11 +1,11 @@
 //! One request to one server as the clients run it: its metrics and trace span, and what a
 //! failure means — sent again on a new connection, returned, counted for the server or not.
 
-use super::Core;
-use super::exchange::Resend;
-use super::failover::ServerPool;
-use super::link::Link;
-use super::view::Member;
+use super::eject::ServerPool;
+use crate::core::Core;
+use crate::core::exchange::Resend;
+use crate::core::link::Link;
+use crate::core::view::Member;
 use crate::error::Error;
 use crate::observe;
 use std::sync::Arc;

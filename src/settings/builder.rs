@@ -1,18 +1,20 @@
 //! Every client setting, its default and its validation, and the one [`Builder`] both clients
 //! are built with.
 
-use super::link::ConnOptions;
+use super::FailurePolicy;
 use crate::KeyHash;
 use crate::error::{MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError};
-use crate::health::FailurePolicy;
 #[cfg(feature = "near-cache")]
 use crate::near::NearCacheConfig;
 use crate::proto;
-use crate::rejoin::DEFAULT_REJOIN_LIMIT;
 use crate::ring::{Flavor, HashTag, Ring};
 use crate::servers::{Server, parse_server_list};
+use crate::settings::ConnOptions;
 use std::marker::PhantomData;
 use std::time::Duration;
+
+/// Keys remembered per ejected server before its rejoin turns to `flush_all`: 100,000.
+pub const DEFAULT_REJOIN_LIMIT: usize = 100_000;
 
 /// Pool settings, kept to make pools for servers added later.
 #[derive(Clone, Copy, Debug)]
@@ -40,7 +42,7 @@ pub(crate) struct Settings {
     pub(crate) stampede: crate::Stampede,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCacheConfig>,
-    pub(crate) hot: Option<super::hotkeys::HotKeys>,
+    pub(crate) hot: Option<crate::hotkeys::HotKeys>,
     #[cfg(feature = "codecs")]
     pub(crate) transcoder: crate::value::Transcoder,
     /// A TLS configuration that could not be set up, reported by `build`.
@@ -204,36 +206,6 @@ impl<C> Builder<C> {
         Ok(self)
     }
 
-    /// Everything a peer configuration says: servers, flavor, key hash, point hash, hash tag,
-    /// failure policy, timeout (connect/read/write) and namespace prefix.
-    ///
-    /// ```
-    /// let cfg = memshard::config::libmemcached("--SERVER=127.0.0.1:11211 --DISTRIBUTION=consistent --HASH=MD5").unwrap();
-    /// let client = memshard::Client::builder().peer_config(cfg).build().unwrap();
-    /// assert_eq!(client.ring().flavor(), memshard::Flavor::LibmemcachedUnweighted);
-    /// ```
-    #[cfg(feature = "peer-config")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
-    pub fn peer_config(mut self, cfg: crate::config::PeerConfig) -> Self {
-        let s = &mut self.settings;
-        s.servers.extend(cfg.servers);
-        s.flavor = cfg.flavor;
-        s.hash = Some(cfg.hash);
-        s.point_hash = cfg.point_hash;
-        s.tag = cfg.hash_tag;
-        s.policy = cfg.failure_policy;
-        if let Some(t) = cfg.timeout {
-            s.conn.connect_timeout = t;
-            s.conn.read_timeout = t;
-            s.conn.write_timeout = t;
-        }
-        if let Some(p) = cfg.prefix {
-            s.prefix = p.into_bytes();
-        }
-        s.hash_with_prefix = cfg.hash_with_prefix;
-        self
-    }
-
     /// Placement flavor. Default: [`Flavor::Libmemcached`].
     pub fn flavor(mut self, flavor: Flavor) -> Self {
         self.settings.flavor = flavor;
@@ -339,7 +311,7 @@ impl<C> Builder<C> {
     /// remembered for it, at most: when it returns they are deleted on it before it takes reads
     /// again, so that it never serves the old copies it kept. Past this bound it is flushed
     /// (`flush_all`) before it rejoins instead, losing its other data too (see
-    /// [`crate::rejoin`]). Default: [`DEFAULT_REJOIN_LIMIT`] (100,000 keys per server).
+    /// the rejoin cleanup). Default: [`DEFAULT_REJOIN_LIMIT`] (100,000 keys per server).
     pub fn rejoin_limit(mut self, keys: usize) -> Self {
         self.settings.rejoin_limit = keys;
         self

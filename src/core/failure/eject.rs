@@ -2,10 +2,10 @@
 //! server may be tried again, and which down servers the prober watches. One prober (a thread
 //! for the blocking client, a task for the async one) probes every down server of a client.
 
-use super::Core;
-use super::view::Member;
+use super::health::{Availability, Transition};
+use crate::core::Core;
+use crate::core::view::Member;
 use crate::error::{Error, Result};
-use crate::health::{Availability, Transition};
 use crate::observe;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -1,0 +1,62 @@
+//! Socket settings every connection of a client applies: timeouts, limits, TLS and credentials.
+
+use std::time::Duration;
+
+/// Socket settings applied to every connection and every operation.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub(crate) struct ConnOptions {
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Longest wait for the replies to one write, counted from the start of their read: a
+    /// reply of many lines (`stats`, the errors after a noreply batch) or values (a `get` of
+    /// many keys) gets one deadline, never one per line.
+    pub read_timeout: Duration,
+    /// Longest wait to write one request.
+    pub write_timeout: Duration,
+    /// Largest value accepted in a reply (and sent in a request).
+    pub max_value_size: usize,
+    /// Credentials every new connection logs in with (memcached `-Y`).
+    pub(crate) credentials: Option<std::sync::Arc<crate::settings::Credentials>>,
+    /// Text or meta commands.
+    pub(crate) protocol: crate::settings::protocol::Protocol,
+    /// TLS for every connection; `None`: plaintext.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<std::sync::Arc<super::tls::TlsSetup>>,
+    /// The name the server list gives for this server's certificate.
+    #[cfg(feature = "tls")]
+    pub(crate) tls_name: Option<String>,
+}
+
+impl ConnOptions {
+    /// These options for the connections to `server`.
+    pub(crate) fn for_server(&self, server: &crate::Server) -> ConnOptions {
+        #[cfg(feature = "tls")]
+        return ConnOptions {
+            tls_name: server.tls_name.clone(),
+            ..self.clone()
+        };
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = server;
+            self.clone()
+        }
+    }
+}
+
+impl Default for ConnOptions {
+    fn default() -> Self {
+        ConnOptions {
+            connect_timeout: Duration::from_millis(500),
+            read_timeout: Duration::from_millis(1000),
+            write_timeout: Duration::from_millis(1000),
+            max_value_size: 1024 * 1024,
+            credentials: None,
+            protocol: crate::settings::protocol::Protocol::Text,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "tls")]
+            tls_name: None,
+        }
+    }
+}

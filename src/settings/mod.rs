@@ -1,0 +1,32 @@
+//! What a user configures: the [`Builder`] both clients are built with, and the setting types it
+//! takes — [`Expiry`], [`Protocol`], [`Stampede`], [`FailurePolicy`], [`Credentials`] and (feature
+//! `tls`) [`TlsConfig`]. Every setting documents its default; a setting that cannot work is
+//! refused when the client is built, with [`Error::Setting`](crate::Error::Setting).
+//!
+//! May import: `crate::error`, placement (`crate::ring`, `crate::hash`, `crate::servers`),
+//! `crate::proto` (limits), and the optional layers a setting names (`crate::value`,
+//! `crate::near`, `crate::hotkeys`). Never the core or a client; peer configurations apply
+//! themselves to a builder (the `config` module).
+
+mod builder;
+mod conn;
+mod credentials;
+pub(crate) mod expiry;
+mod failure;
+mod protocol;
+pub(crate) mod stampede;
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub(crate) mod tls;
+
+pub use builder::{Builder, DEFAULT_REJOIN_LIMIT};
+pub(crate) use builder::{PoolSettings, Settings};
+pub(crate) use conn::ConnOptions;
+pub use credentials::Credentials;
+pub use expiry::Expiry;
+pub use failure::FailurePolicy;
+pub use protocol::{Protocol, UnknownProtocol};
+pub use stampede::Stampede;
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use tls::TlsConfig;
