@@ -5,13 +5,13 @@
 //! A summary of `m` counters answers for a stream of `N` keys: every key it reports has a
 //! count `c` and an error `e` with `c - e <= true count <= c`, `e <= N / m`, and every key read
 //! more than `N / m` times is in it. Memory is `m` counters whatever the number of distinct
-//! keys. The counters are split over [`SHARDS`] summaries, each behind its own mutex and each
+//! keys. The counters are split over 8 summaries, each behind its own mutex and each
 //! holding the keys whose hash falls in it, so that threads reading different keys rarely
 //! meet; the bounds then hold per shard (`N` and `m` of the shard), and each reported key
 //! carries its own `e`.
 //!
 //! No time enters: the counts are since the client was built (or since the last
-//! [`Detector::clear`]).
+//! [`Client::reset_hot_keys`](crate::Client::reset_hot_keys)).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};

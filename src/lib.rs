@@ -1,4 +1,5 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(unreachable_pub, missing_docs)]
 //! memshard: a memcached client that places every key on exactly the server other clients pick.
 //!
 //! A PHP app on php-memcached, a Python worker on pylibmc, a twemproxy and a Rust service on
@@ -57,10 +58,17 @@
 //! | layer | in the tree | what it does |
 //! |---|---|---|
 //! | bytes | [`proto`] | request encoding and an incremental reply parser, pure functions |
-//! | placement | [`ring`], [`hash`] | each peer's continuum, built and indexed; key → server |
-//! | core (sans-IO) | `src/core/` | settings and [`Builder`], keys, the live view and routing, multi-key grouping, failure classification, every command's request and reply interpretation as a state machine |
-//! | blocking client | `src/blocking/`, [`Client`] | pooled sockets in the caller's thread; moves the bytes the core asks for |
-//! | async client | `src/aio/`, `aio::Client` (feature `async`) | the same over tokio and bb8 |
+//! | placement | [`ring`] (with [`hash`], [`servers`]) | each peer's continuum, built and indexed; key → server |
+//! | codecs | [`value`] (feature `codecs`) | each peer's flags and bytes ⇄ a typed value; no sockets |
+//! | settings | [`settings`] | the [`Builder`] and every setting it takes, defaults and validation |
+//! | core (sans-IO) | `src/core/` | keys, the live view and routing, multi-key grouping, every command's request and reply interpretation as a state machine, failure handling (health, ejection, probing, rejoin) |
+//! | blocking client | [`blocking`] ([`Client`]) | pooled sockets in the caller's thread; moves the bytes the core asks for |
+//! | async client | `aio` (feature `async`) | the same over tokio and bb8 |
+//! | routes | [`routes`] | two pools behind one handle; decisions sans-IO |
+//! | planner | [`plan`] | what moves when servers change, how even the load is; no I/O |
+//!
+//! The `memshard` command line is a separate package of the repository (`cli/`) that uses this
+//! library's public API only.
 //!
 //! Keys are validated before anything is sent; a connection that saw an error mid-exchange is
 //! never reused, and a pooled one is checked before reuse. Both clients run the same core, so
@@ -88,7 +96,6 @@ pub mod blocking;
 pub mod config;
 mod core;
 pub mod error;
-pub mod hash;
 pub mod hotkeys;
 #[cfg(feature = "near-cache")]
 #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
@@ -99,7 +106,6 @@ pub mod plan;
 pub mod proto;
 pub mod ring;
 pub mod routes;
-pub mod servers;
 pub mod settings;
 #[cfg(feature = "codecs")]
 #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
@@ -110,6 +116,7 @@ pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::hotkeys::{HotKey, HotKeys};
 pub use crate::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+pub use crate::ring::{hash, servers};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use crate::settings::TlsConfig;

@@ -105,6 +105,9 @@
 //! host and port) keep their pool and health, new servers get pools, and a removed server's
 //! pool is dropped when its last request ends. [`Client::plan_servers`] tells beforehand which
 //! share of keys the change moves.
+//!
+//! Layer: a client. May import: `crate::core`, `crate::settings`, tokio and bb8; never
+//! `crate::blocking`. Decides nothing the core decides.
 
 mod client;
 mod conn;

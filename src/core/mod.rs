@@ -1,8 +1,8 @@
 //! The sans-IO core both clients share: keys, the live view and routing, each command's request
 //! and reply interpretation, multi-key grouping, and failure handling (health, ejection,
-//! probing, rejoin). Nothing here opens a socket or waits; the
-//! [blocking](crate::Client) and [async](crate::aio) clients only check out a connection, move
-//! the bytes an exchange asks for, and report the outcome back here.
+//! probing, rejoin). Nothing here opens a socket or waits; the blocking and async clients only
+//! check out a connection, move the bytes an exchange asks for, and report the outcome back
+//! here.
 //!
 //! | module | its one job |
 //! |---|---|
@@ -16,6 +16,10 @@
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
 //! | `auth`, `tls` | the login of a new connection; TLS failures classified where they are seen |
 //! | `api` | the public methods both clients share word for word, defined once |
+//!
+//! Layer: the sans-IO core. May import: `crate::proto`, `crate::ring`, `crate::settings`,
+//! `crate::value`, `crate::error`, `crate::observe`, and the in-process helpers it drives
+//! (`crate::hotkeys`, `crate::near`, `crate::plan`). Never a client, a socket or a runtime.
 
 pub(crate) mod exchange;
 pub(crate) mod failure;
@@ -37,13 +41,13 @@ use crate::error::Result;
 use crate::near::NearCache;
 use crate::ring::Ring;
 use crate::servers::Server;
-use crate::settings::{FailurePolicy, Settings};
+use crate::settings::Settings;
 use arc_swap::ArcSwap;
+use failure::Failures;
 use failure::health::Health;
 use failure::rejoin::RejoinLog;
 use keys::KeyRules;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use view::{Member, View};
 
 /// Makes the pool of a server (added at build or by `set_servers`).
@@ -55,17 +59,14 @@ pub(crate) struct Core<P> {
     view: ArcSwap<View<P>>,
     /// One rebuild of the view at a time.
     rebuild: Mutex<()>,
-    pub(crate) policy: FailurePolicy,
-    /// The clock origin of every member's health.
-    pub(crate) epoch: Instant,
+    /// Failure handling: the policy, the health clock, the down servers being probed.
+    pub(crate) failures: Failures<P>,
     pub(crate) settings: Settings,
     pub(crate) keys: KeyRules,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCache>,
     /// Hot-key counters, when asked for.
     hot: Option<crate::hotkeys::Detector>,
-    /// The down servers the prober watches.
-    probes: Mutex<failure::eject::Probes<P>>,
     make_pool: MakePool<P>,
 }
 
@@ -81,8 +82,7 @@ impl<P> Core<P> {
         let core = Core {
             view: ArcSwap::from_pointee(View::new(ring.clone(), Vec::new(), false)),
             rebuild: Mutex::new(()),
-            policy: settings.policy,
-            epoch: Instant::now(),
+            failures: Failures::new(settings.policy),
             keys,
             #[cfg(feature = "near-cache")]
             near: settings.near.clone().map(|cfg| {
@@ -91,7 +91,6 @@ impl<P> Core<P> {
                 NearCache::new(cfg).invalidate_all_keys(admitting)
             }),
             hot: settings.hot.map(crate::hotkeys::Detector::new),
-            probes: Mutex::new(failure::eject::Probes::default()),
             settings,
             make_pool,
         };
@@ -184,7 +183,7 @@ impl<P> Core<P> {
         self.view.store(Arc::new(View::new(
             Arc::new(ring),
             members,
-            self.policy.auto_eject,
+            self.failures.policy.auto_eject,
         )));
         Ok(())
     }
@@ -222,7 +221,7 @@ impl<P> Core<P> {
 
     /// With auto-eject, swap in the routing over the servers that are not down.
     pub(crate) fn rebuild_routing(&self) {
-        if !self.policy.auto_eject {
+        if !self.failures.policy.auto_eject {
             return;
         }
         let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());

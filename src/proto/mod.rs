@@ -3,6 +3,9 @@
 //!
 //! Everything here is a pure function over bytes, tested without sockets. Keys are checked
 //! before anything is encoded, so a hostile key can never smuggle a second command in.
+//!
+//! Layer: bytes. May import: `std` and `crate::error`'s leaf types only; nothing of placement,
+//! the core or a client.
 
 mod key;
 pub mod meta;

@@ -24,18 +24,18 @@ const K: [u32; 64] = [
 ];
 
 /// The longest input hashed in one block (55 bytes + 0x80 + 8 length bytes = 64).
-pub const MAX_ONE_BLOCK: usize = 55;
+pub(crate) const MAX_ONE_BLOCK: usize = 55;
 
 type Lanes = [u32; 4];
 
 /// The first digest word (the ketama point / key hash) of four inputs of at most
 /// [`MAX_ONE_BLOCK`] bytes each. Longer inputs must go through [`crate::hash::md5_words`].
-pub fn md5_first_words(inputs: [&[u8]; 4]) -> Lanes {
+pub(crate) fn md5_first_words(inputs: [&[u8]; 4]) -> Lanes {
     let w = md5_x4(inputs);
     [w[0][0], w[1][0], w[2][0], w[3][0]]
 }
 
-pub fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
+pub(crate) fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
     let mut m = [[0u32; 4]; 16];
     for (lane, data) in inputs.iter().enumerate() {
         debug_assert!(data.len() <= MAX_ONE_BLOCK);

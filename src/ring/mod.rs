@@ -1,9 +1,15 @@
 //! The ring: a frozen continuum over a server list, built by one flavor's recipe.
+//!
+//! Layer: placement (the ring, its key hashes in [`hash`], the server list in [`servers`],
+//! `md5x4` for batch routing). May import: `crate::error`. Nothing here knows connections,
+//! settings or values.
 
 mod continuum;
 mod dalli_key;
 pub mod flavor;
+pub mod hash;
 pub(crate) mod md5x4;
+pub mod servers;
 mod spy_node;
 mod tag;
 

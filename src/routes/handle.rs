@@ -59,7 +59,7 @@ macro_rules! router_handle {
             /// onto its neighbours is what a gutter avoids): [`Error::Config`]($crate::Error::Config)
             /// otherwise, and for a `ttl` under a second or over 30 days.
             pub fn gutter(main: $client, gutter: $client, ttl: std::time::Duration) -> $crate::Result<Router> {
-                if main.core.policy.auto_eject {
+                if main.core.failures.policy.auto_eject {
                     return Err($crate::Error::Config(
                         "a gutter route needs its main client without auto-eject: build it with FailurePolicy::with_auto_eject(false)".into(),
                     ));

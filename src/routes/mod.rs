@@ -16,7 +16,7 @@
 //! - **A copy that missed a write is never read again before it is repaired.** When one copy
 //!   takes a write or delete and the other fails, the failed copy's key is recorded in its
 //!   client's rejoin log and its server is kept out of reads until the client's prober has
-//!   deleted the key there (the mechanism auto-eject uses: [`crate::core::failure::rejoin`]). A copy that
+//!   deleted the key there (the mechanism auto-eject uses). A copy that
 //!   refused a write (an error reply) is deleted at once.
 //! - **Read-modify commands apply once**, to the authoritative copy; the other copy is then
 //!   deleted, never rewritten.
@@ -90,6 +90,10 @@
 //! `gat`, `gats`, `get_or_compute` (leases), the typed-value commands, `stats`, `flush_all`,
 //! `version` and the other server-wide commands are not routed: call them on one pool's
 //! client ([`Router::pool`](crate::Router::pool)), knowing which copy they touch.
+//!
+//! Layer: routes. The decisions here are sans-IO; the two `Router` handles drive them over the
+//! clients. May import: `crate::core` (keys and location), the clients' public API,
+//! `crate::settings`, `crate::error`.
 
 mod cas;
 #[cfg(feature = "peer-config")]

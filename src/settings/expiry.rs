@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// memcached reads an `exptime` above this many seconds (30 days) as a Unix time.
-pub const RELATIVE_LIMIT: u64 = 60 * 60 * 24 * 30;
+pub(crate) const RELATIVE_LIMIT: u64 = 60 * 60 * 24 * 30;
 
 /// When a stored item expires.
 ///

@@ -39,6 +39,9 @@
 //! - **Bombs**: every decompressed size is capped at `max_value`; FastLZ's and PHP zlib's
 //!   4-byte length prefix is checked before anything is allocated, zlib and gzip are read
 //!   through `take(max_value + 1)`. Too large is [`ValueError::TooLarge`].
+//!
+//! Layer: codecs. May import: `std`, `crate::error`, and the codec crates. Nothing here knows
+//! sockets, placement or a client.
 
 mod compress;
 mod dalli;

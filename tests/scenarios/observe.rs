@@ -201,7 +201,7 @@ fn gauge(name: &str, key: &str) -> Option<u64> {
 
 /// `memshard_hot_key_requests{key}`: a gauge per key among the top `k`, set to its count, none
 /// for the others. (That keys leaving the top are set to 0 cannot be seen here, where every
-/// snapshot sets gauges to 0: src/core/hotkeys.rs tests it.)
+/// snapshot sets gauges to 0: src/hotkeys.rs tests it.)
 pub async fn hot_key_gauges_follow_the_top<C: ParityApi>() {
     drop(tally());
     let c = Cluster::on_free_ports(&[1]);

@@ -18,21 +18,6 @@ pub(crate) trait ServerPool {
     fn invalidate(&self);
 }
 
-/// Down servers waiting for their probe, and whether the prober runs.
-pub(crate) struct Probes<P> {
-    members: Vec<Arc<Member<P>>>,
-    running: bool,
-}
-
-impl<P> Default for Probes<P> {
-    fn default() -> Self {
-        Probes {
-            members: Vec::new(),
-            running: false,
-        }
-    }
-}
-
 /// The longest the prober sleeps between rounds.
 const MAX_PROBE_WAIT: Duration = Duration::from_millis(100);
 
@@ -45,13 +30,14 @@ impl<P: ServerPool> Core<P> {
         let t = match err {
             None | Some(Error::Server { .. }) => m.health.success(),
             Some(e) if e.is_server_failure() => {
-                m.health.failure(&self.policy, self.epoch, Instant::now())
+                m.health
+                    .failure(&self.failures.policy, self.failures.epoch, Instant::now())
             }
             Some(_) => Transition::None,
         };
         match t {
             Transition::WentDown => {
-                if self.policy.auto_eject {
+                if self.failures.policy.auto_eject {
                     // before the routing changes: every write routed away is recorded
                     m.rejoin.went_out();
                 }
@@ -63,7 +49,8 @@ impl<P: ServerPool> Core<P> {
             Transition::CameBack if m.rejoin.is_out() => {
                 // a request that started before the ejection answered: the server may not take
                 // reads before the prober has cleaned its stale keys
-                m.health.hold_down(&self.policy, self.epoch, Instant::now());
+                m.health
+                    .hold_down(&self.failures.policy, self.failures.epoch, Instant::now());
                 self.watch_down(m)
             }
             Transition::CameBack => {
@@ -89,7 +76,9 @@ impl<P: ServerPool> Core<P> {
         m.rejoin.went_out();
         m.rejoin.record(&wire);
         if !m.health.is_down()
-            && m.health.hold_down(&self.policy, self.epoch, Instant::now()) == Transition::WentDown
+            && m.health
+                .hold_down(&self.failures.policy, self.failures.epoch, Instant::now())
+                == Transition::WentDown
         {
             m.pool.invalidate();
             observe::ejected(&m.server.addr);
@@ -100,7 +89,11 @@ impl<P: ServerPool> Core<P> {
 
     /// Have the prober watch `m`; true when no prober runs yet (the caller starts one).
     fn watch_down(&self, m: &Arc<Member<P>>) -> bool {
-        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut probes = self
+            .failures
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if !probes.members.iter().any(|x| Arc::ptr_eq(x, m)) {
             probes.members.push(m.clone());
         }
@@ -110,7 +103,11 @@ impl<P: ServerPool> Core<P> {
     /// The prober could not be started: requests keep failing fast until a later failure
     /// tries again.
     pub(crate) fn prober_not_started(&self) {
-        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut probes = self
+            .failures
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         probes.running = false;
         probes.members.clear();
     }
@@ -118,6 +115,7 @@ impl<P: ServerPool> Core<P> {
     /// The watched servers whose retry timeout has passed: probe each now.
     pub(crate) fn probe_round(&self) -> Vec<Arc<Member<P>>> {
         let watched = self
+            .failures
             .probes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -126,7 +124,7 @@ impl<P: ServerPool> Core<P> {
         let now = Instant::now();
         watched
             .into_iter()
-            .filter(|m| m.health.availability(self.epoch, now) == Availability::Probe)
+            .filter(|m| m.health.availability(self.failures.epoch, now) == Availability::Probe)
             .inspect(|m| observe::retried(&m.server.addr))
             .collect()
     }
@@ -136,7 +134,11 @@ impl<P: ServerPool> Core<P> {
     /// so a server that goes down after this check is pushed again and starts a new prober.
     /// A server removed by `set_servers` is not probed any longer.
     pub(crate) fn probes_left(&self) -> Option<Duration> {
-        let mut probes = self.probes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut probes = self
+            .failures
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let view = self.view();
         let configured: HashSet<*const Member<P>> = view.members.iter().map(Arc::as_ptr).collect();
         probes
@@ -150,7 +152,7 @@ impl<P: ServerPool> Core<P> {
         let wait = probes
             .members
             .iter()
-            .map(|m| match m.health.availability(self.epoch, now) {
+            .map(|m| match m.health.availability(self.failures.epoch, now) {
                 Availability::Down(left) => left,
                 _ => Duration::ZERO,
             })
@@ -165,7 +167,7 @@ impl<P: ServerPool> Core<P> {
         if !m.health.is_down() {
             return Ok(());
         }
-        let retry_in = match m.health.availability(self.epoch, Instant::now()) {
+        let retry_in = match m.health.availability(self.failures.epoch, Instant::now()) {
             Availability::Up => return Ok(()),
             Availability::Down(wait) => wait,
             Availability::Probe => Duration::ZERO,

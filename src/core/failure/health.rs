@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// What a request may do with a server right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Availability {
+pub(crate) enum Availability {
     /// Use it.
     Up,
     /// Down: fail fast; this long until it is probed again.
@@ -24,7 +24,7 @@ pub enum Availability {
 
 /// One server's health. Lock-free: two atomics.
 #[derive(Debug)]
-pub struct Health {
+pub(crate) struct Health {
     failures: AtomicU32,
     /// Nanoseconds after `epoch` until which the server is down; 0 = up.
     down_until: AtomicU64,
@@ -32,7 +32,7 @@ pub struct Health {
 
 /// What a recorded failure did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transition {
+pub(crate) enum Transition {
     /// Nothing changed state.
     None,
     /// The server just went down.
@@ -60,7 +60,7 @@ fn nanos(epoch: Instant, t: Instant) -> u64 {
 
 impl Health {
     /// Whether requests may use the server at `now`.
-    pub fn availability(&self, epoch: Instant, now: Instant) -> Availability {
+    pub(crate) fn availability(&self, epoch: Instant, now: Instant) -> Availability {
         let until = self.down_until.load(Ordering::Acquire);
         if until == 0 {
             return Availability::Up;
@@ -74,12 +74,17 @@ impl Health {
     }
 
     /// True while marked down (whether or not its retry timeout has passed).
-    pub fn is_down(&self) -> bool {
+    pub(crate) fn is_down(&self) -> bool {
         self.down_until.load(Ordering::Acquire) != 0
     }
 
     /// A request to the server failed at `now`.
-    pub fn failure(&self, policy: &FailurePolicy, epoch: Instant, now: Instant) -> Transition {
+    pub(crate) fn failure(
+        &self,
+        policy: &FailurePolicy,
+        epoch: Instant,
+        now: Instant,
+    ) -> Transition {
         if policy.failure_limit == 0 {
             return Transition::None;
         }
@@ -105,7 +110,12 @@ impl Health {
     /// Mark the server down for a whole retry timeout from `now`, whatever its failure count
     /// (a returning server whose rejoin cleanup failed, or that came back before it was done).
     /// Returns [`Transition::WentDown`] if it was up.
-    pub fn hold_down(&self, policy: &FailurePolicy, epoch: Instant, now: Instant) -> Transition {
+    pub(crate) fn hold_down(
+        &self,
+        policy: &FailurePolicy,
+        epoch: Instant,
+        now: Instant,
+    ) -> Transition {
         let until = now
             .checked_add(policy.retry_timeout)
             .map_or(u64::MAX, |t| nanos(epoch, t));
@@ -117,7 +127,7 @@ impl Health {
     }
 
     /// A request to the server succeeded (the server answered, whatever it said).
-    pub fn success(&self) -> Transition {
+    pub(crate) fn success(&self) -> Transition {
         self.failures.store(0, Ordering::Release);
         if self.down_until.swap(0, Ordering::AcqRel) != 0 {
             Transition::CameBack

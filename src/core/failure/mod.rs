@@ -10,7 +10,11 @@
 //! | `probe` | the exchange that brings a down server back |
 //! | `rejoin` | the keys written elsewhere while a server was out, deleted before it takes reads |
 //!
-//! [`Failures`] is the type a reader looks for: the calls each client makes into this module.
+//! [`Failures`] is the type a reader looks for: a client's failure state, held by its `Core`.
+//! What the clients call: `Core::call` and `Core::ended` around every request (`call`),
+//! [`call::after_failure`] after a failed exchange, `Core::available` before a checkout,
+//! `Core::probe_round` / `Core::probes_left` from their prober, and [`probe::Rejoin`] as the
+//! prober's exchange (`eject`, `probe`).
 //!
 //! May import: `crate::core` (its exchanges, view and `Core`), `crate::settings`,
 //! `crate::error`, `crate::observe`. Never a socket.
@@ -20,3 +24,37 @@ pub(crate) mod eject;
 pub(crate) mod health;
 pub(crate) mod probe;
 pub(crate) mod rejoin;
+
+use super::view::Member;
+use crate::settings::FailurePolicy;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// A client's failure handling state; per-server state (health, rejoin log) is in each member.
+pub(crate) struct Failures<P> {
+    /// When a server is marked down, for how long, and whether its keys move meanwhile.
+    pub(crate) policy: FailurePolicy,
+    /// The clock origin of every member's health.
+    pub(crate) epoch: Instant,
+    /// The down servers the prober watches, and whether it runs.
+    pub(crate) probes: Mutex<Probes<P>>,
+}
+
+impl<P> Failures<P> {
+    pub(crate) fn new(policy: FailurePolicy) -> Self {
+        Failures {
+            policy,
+            epoch: Instant::now(),
+            probes: Mutex::new(Probes {
+                members: Vec::new(),
+                running: false,
+            }),
+        }
+    }
+}
+
+/// Down servers waiting for their probe, and whether the prober runs.
+pub(crate) struct Probes<P> {
+    pub(crate) members: Vec<Arc<Member<P>>>,
+    pub(crate) running: bool,
+}

@@ -121,11 +121,13 @@ impl<'c, P: ServerPool> Rejoin<'c, P> {
         match self.phase {
             Phase::Final { left, .. } => {
                 m.rejoin.back_out(left);
-                m.health.hold_down(&core.policy, core.epoch, Instant::now());
+                m.health
+                    .hold_down(&core.failures.policy, core.failures.epoch, Instant::now());
                 core.rebuild_routing();
             }
             _ => {
-                m.health.failure(&core.policy, core.epoch, Instant::now());
+                m.health
+                    .failure(&core.failures.policy, core.failures.epoch, Instant::now());
             }
         }
     }

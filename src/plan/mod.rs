@@ -6,6 +6,8 @@
 //! The reports only the `memshard plan` command prints (`compare_flavors`, `tag_audit`,
 //! `imbalance_with_points`) come with the feature `cli`; `serde::Serialize` on the results
 //! with the feature `serde`.
+//!
+//! Layer: the planner. May import: `crate::ring` and `crate::error`. No I/O.
 
 use crate::hash::{self, KeyHash};
 use crate::ring::md5x4;
