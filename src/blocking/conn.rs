@@ -172,12 +172,7 @@ impl Conn {
             s.set_nodelay(true)
                 .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?;
             #[cfg(feature = "tls")]
-            if let Some(session) = crate::core::tls::session_for(
-                opts.tls.as_deref(),
-                opts.tls_name.as_deref(),
-                server,
-                host,
-            )? {
+            if let Some(session) = crate::core::tls::session_for(opts, server, host)? {
                 return Conn::over_tls(s, session, server, opts);
             }
             Stream::Tcp(s)

@@ -4,9 +4,9 @@
 #[cfg(test)]
 use crate::error::SettingError;
 use crate::error::{Error, TlsProblem};
+use crate::settings::ConnOptions;
 #[cfg(test)]
 use crate::settings::tls::TlsConfig;
-use crate::settings::tls::TlsSetup;
 use rustls::pki_types::ServerName;
 use std::sync::Arc;
 
@@ -71,15 +71,14 @@ pub(crate) type Session = (Arc<rustls::ClientConfig>, ServerName<'static>);
 /// The [`Session`] of a new connection to `server` (at `host`); `None` when the client speaks
 /// plaintext.
 pub(crate) fn session_for(
-    tls: Option<&TlsSetup>,
-    tls_name: Option<&str>,
+    opts: &ConnOptions,
     server: &str,
     host: &str,
 ) -> Result<Option<Session>, Error> {
-    let Some(tls) = tls else {
+    let Some(tls) = &opts.tls else {
         return Ok(None);
     };
-    let name = tls.name_for(server, host, tls_name)?;
+    let name = tls.name_for(server, host, opts.tls_name.as_deref())?;
     Ok(Some((tls.config.clone(), name)))
 }
 
