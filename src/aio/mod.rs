@@ -106,8 +106,8 @@
 //! pool is dropped when its last request ends. [`Client::plan_servers`] tells beforehand which
 //! share of keys the change moves.
 //!
-//! Layer: a client. May import: `crate::core`, `crate::settings`, tokio and bb8; never
-//! `crate::blocking`. Decides nothing the core decides.
+//! Layer: a client. May import: `core`, `settings`, tokio and bb8; never
+//! `blocking`. Decides nothing the core decides.
 
 mod client;
 mod conn;

@@ -1,8 +1,8 @@
 //! The blocking client: [`Client`], its connections, pools, prober and fan-out. Only I/O
 //! lives here; what to send and what replies mean is the core's.
 //!
-//! Layer: a client. May import: `crate::core`, `crate::settings` and the public types; never
-//! `crate::aio`. Decides nothing the core decides.
+//! Layer: a client. May import: `core`, `settings` and the public types; never
+//! `aio`. Decides nothing the core decides.
 
 mod client;
 mod conn;

@@ -17,9 +17,9 @@
 //! | `auth`, `tls` | the login of a new connection; TLS failures classified where they are seen |
 //! | `api` | the public methods both clients share word for word, defined once |
 //!
-//! Layer: the sans-IO core. May import: `crate::proto`, `crate::ring`, `crate::settings`,
-//! `crate::value`, `crate::error`, `crate::observe`, and the in-process helpers it drives
-//! (`crate::hotkeys`, `crate::near`, `crate::plan`). Never a client, a socket or a runtime.
+//! Layer: the sans-IO core. May import: `proto`, `ring`, `settings`,
+//! `value`, `error`, `observe`, and the in-process helpers it drives
+//! (`hotkeys`, `near`, `plan`). Never a client, a socket or a runtime.
 
 pub(crate) mod exchange;
 pub(crate) mod failure;

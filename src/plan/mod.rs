@@ -7,7 +7,7 @@
 //! `imbalance_with_points`) come with the feature `cli`; `serde::Serialize` on the results
 //! with the feature `serde`.
 //!
-//! Layer: the planner. May import: `crate::ring` and `crate::error`. No I/O.
+//! Layer: the planner. May import: `ring` (with `hash`, `servers`). No I/O.
 
 use crate::hash::{self, KeyHash};
 use crate::ring::md5x4;

@@ -4,8 +4,8 @@
 //! Everything here is a pure function over bytes, tested without sockets. Keys are checked
 //! before anything is encoded, so a hostile key can never smuggle a second command in.
 //!
-//! Layer: bytes. May import: `std` and `crate::error`'s leaf types only; nothing of placement,
-//! the core or a client.
+//! Layer: bytes. May import: `std` only; nothing of placement, the core or a client. Its
+//! errors are its own types, which `error` wraps.
 
 mod key;
 pub mod meta;

@@ -1,7 +1,7 @@
 //! The ring: a frozen continuum over a server list, built by one flavor's recipe.
 //!
 //! Layer: placement (the ring, its key hashes in [`hash`], the server list in [`servers`],
-//! `md5x4` for batch routing). May import: `crate::error`. Nothing here knows connections,
+//! `md5x4` for batch routing). May import: `std` only. Nothing here knows connections,
 //! settings or values.
 
 mod continuum;

@@ -92,8 +92,8 @@
 //! client ([`Router::pool`](crate::Router::pool)), knowing which copy they touch.
 //!
 //! Layer: routes. The decisions here are sans-IO; the two `Router` handles drive them over the
-//! clients. May import: `crate::core` (keys and location), the clients' public API,
-//! `crate::settings`, `crate::error`.
+//! clients. May import: `core` (keys and location), the clients' public API,
+//! `settings`, `error`.
 
 mod cas;
 #[cfg(feature = "peer-config")]

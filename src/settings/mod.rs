@@ -3,9 +3,9 @@
 //! `tls`) [`TlsConfig`]. Every setting documents its default; a setting that cannot work is
 //! refused when the client is built, with [`Error::Setting`](crate::Error::Setting).
 //!
-//! May import: `crate::error`, placement (`crate::ring`, `crate::hash`, `crate::servers`),
-//! `crate::proto` (limits), and the optional layers a setting names (`crate::value`,
-//! `crate::near`, `crate::hotkeys`). Never the core or a client; peer configurations apply
+//! May import: `error`, placement (`ring`, `hash`, `servers`),
+//! `proto` (limits), and the optional layers a setting names (`value`,
+//! `near`, `hotkeys`). Never the core or a client; peer configurations apply
 //! themselves to a builder (the `config` module).
 
 mod builder;

@@ -40,7 +40,7 @@
 //!   4-byte length prefix is checked before anything is allocated, zlib and gzip are read
 //!   through `take(max_value + 1)`. Too large is [`ValueError::TooLarge`].
 //!
-//! Layer: codecs. May import: `std`, `crate::error`, and the codec crates. Nothing here knows
+//! Layer: codecs. May import: `std` and the codec crates. Nothing here knows
 //! sockets, placement or a client.
 
 mod compress;

@@ -16,8 +16,8 @@
 //! `Core::probe_round` / `Core::probes_left` from their prober, and [`probe::Rejoin`] as the
 //! prober's exchange (`eject`, `probe`).
 //!
-//! May import: `crate::core` (its exchanges, view and `Core`), `crate::settings`,
-//! `crate::error`, `crate::observe`. Never a socket.
+//! May import: `core` (its exchanges, view and `Core`), `settings`,
+//! `error`, `observe`. Never a socket.
 
 pub(crate) mod call;
 pub(crate) mod eject;
