@@ -2,8 +2,8 @@
 
 mod continuum;
 mod dalli_key;
-pub(crate) mod md5x4;
 pub mod flavor;
+pub(crate) mod md5x4;
 mod spy_node;
 mod tag;
 
@@ -67,7 +67,6 @@ pub enum RingError {
 }
 
 /// A bare continuum lookup over raw points, for the planner's "N points per server" table.
-#[cfg(feature = "cli")]
 pub(crate) fn continuum_for_planning(
     raw: Vec<(u32, u32)>,
     ties: flavor::Ties,
