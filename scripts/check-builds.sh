@@ -7,14 +7,18 @@
 #   scripts/check-builds.sh features   # feature matrix only
 #   scripts/check-builds.sh fuzz       # fuzz targets only
 #
-# features: for no features, each feature of Cargo.toml alone (read from `cargo metadata`, so a
-#   new feature is covered without editing this file), the default set unless it is empty or one
-#   feature already built alone (`default = ["cli"]`), and all features:
-#   * `cargo clippy --all-targets ... -- -D warnings`: lib, bins, unit and integration tests,
-#     benches and examples; a target with `required-features` is compiled in every
+# features: for the library (the root package `memshard`, `-p memshard`): no features, each
+#   feature of its Cargo.toml alone (read from `cargo metadata`, so a new feature is covered
+#   without editing this file), the default set unless it is empty (`default = []`) or one
+#   feature already built alone, and all features:
+#   * `cargo clippy -p memshard --all-targets ... -- -D warnings`: lib, unit and integration
+#     tests, benches and examples; a target with `required-features` is compiled in every
 #     configuration that enables them (and must compile there), warnings included;
-#   * `cargo test --doc ...`: the doctests, which check and clippy never compile. They run
-#     without servers (16 to 19 of them, well under a second).
+#   * `cargo test -p memshard --doc ...`: the doctests, which check and clippy never compile.
+#     They run without servers (16 to 19 of them, well under a second).
+#   Then the CLI (the workspace's package `memshard-cli`, which has no features of its own and
+#   sets the library's it needs): `cargo clippy -p memshard-cli --all-targets -- -D warnings`,
+#   its binary and tests alone, so that it compiles with only the library features it asks for.
 # fuzz: `cargo build` of fuzz/ (its own workspace) on the stable toolchain, without
 #   instrumentation (debug build: overflow checks and debug assertions on), then each libFuzzer
 #   binary with `-runs=0` over fuzz/corpus/<target>/ (every input executed once), and over every
@@ -100,12 +104,13 @@ check_features() {
     local c
     for c in "${configs[@]}"; do
         # shellcheck disable=SC2086 # $c is a list of flags
-        run "clippy ${c:-(default features)}" cargo clippy --all-targets $c -- -D warnings
+        run "clippy ${c:-(default features)}" cargo clippy -p memshard --all-targets $c -- -D warnings
     done
     for c in "${configs[@]}"; do
         # shellcheck disable=SC2086
-        run "doctests ${c:-(default features)}" cargo test --doc $c
+        run "doctests ${c:-(default features)}" cargo test -p memshard --doc $c
     done
+    run "clippy memshard-cli" cargo clippy -p memshard-cli --all-targets -- -D warnings
 }
 
 # replay BIN LABEL EXPECT ARGS...: runs a libFuzzer binary over ARGS (one folder with -runs=0,

@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 if ! command -v memcached >/dev/null 2>&1; then
     bash scripts/apt-install.sh memcached || echo "memcached could not be installed; the demo runs its offline part" >&2
 fi
-exec cargo run --release --quiet -- demo "$@"
+exec cargo run --release --quiet --bin memshard -- demo "$@"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The value peers of tests/values_live.rs besides php-memcached and pylibmc: dalli, spymemcached
+# The value peers of cli/tests/values_live.rs besides php-memcached and pylibmc: dalli, spymemcached
 # (and a JDK to compile its driver), node `memcached` (npm, below). As in regen-vectors.sh, a JDK
 # and a node/npm already on PATH are used as they are: a node from another source bundles npm, and
 # Debian's npm package conflicts with it.
@@ -35,6 +35,8 @@ fi
 # A peer the tests need that is missing is a failure, not a skip.
 export CI=true
 
+# Both packages of the workspace (its default members): the library's tests/ and the CLI's
+# cli/tests/, which run the memshard binary.
 cargo test --release --all-features
 # Fault run, short form: SIGSTOP one server, SIGKILL and restart another during a verified bench.
 bash scripts/fault-run.sh --short

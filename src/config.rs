@@ -259,7 +259,7 @@ const PLACEMENT_NEUTRAL: &[&str] = &[
 /// What libmemcached rejects is rejected here too.
 ///
 /// Order matters as it does in libmemcached 1.1.4 (checked against `memcached()` itself,
-/// `tests/config_live.rs`): libmemcached builds its ring when a server is added to a consistent
+/// `cli/tests/config_live.rs`): libmemcached builds its ring when a server is added to a consistent
 /// handle or the distribution is set, with the hash in effect *then*; a later `--HASH` changes
 /// only the key hash. A server with weight > 1 switches to weighted ketama (md5 points) only
 /// when it comes after `--DISTRIBUTION=consistent`.

@@ -76,16 +76,20 @@
 //!
 //! # Features
 //!
+//! None is on by default: without features the crate is the blocking client, the rings, the
+//! protocol and the planner (22 crates besides memshard). The `memshard` command is a package
+//! of its own (`memshard-cli`), not a feature.
+//!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `cli` | yes | the `memshard` command (clap, hdrhistogram, serde_json); not needed by the library |
-//! | `peer-config` | yes | `memshard::config`: twemproxy, libmemcached, php-memcached and pylibmc configurations (yaml-rust2) |
-//! | `async` | no | `memshard::aio`: the async client over tokio |
+//! | `async` | no | `memshard::aio`: the async client over tokio (tokio, bb8) |
+//! | `codecs` | no | [`value`], `get_value`/`get_as`/`set_value`, `Builder::codec`: read and write what php-memcached, pylibmc, dalli, spymemcached and node memcached store (fastlz-rs, flate2, serde_json, rmpv, ruzstd, serde-pickle) |
+//! | `peer-config` | no | `memshard::config`: twemproxy, libmemcached, php-memcached and pylibmc configurations (yaml-rust2) |
+//! | `tls` | no | `Builder::tls` and `TlsConfig`: TLS to memcached `-Z` (rustls with ring, rustls-native-certs; tokio-rustls, and so tokio, for the async client); `Builder::credentials` (memcached `-Y`) needs no feature |
+//! | `serde` | no | `serde::Serialize` on the planner's results and reports ([`plan`]) |
 //! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
 //! | `tracing` | no | a `tracing` span per request |
-//! | `codecs` | yes | [`value`], `get_value`/`get_as`/`set_value`, `Builder::codec`: read and write what php-memcached, pylibmc, dalli, spymemcached and node memcached store |
-//! | `tls` | with `cli` | `Builder::tls` and `TlsConfig`: TLS to memcached `-Z` (rustls); `Builder::credentials` (memcached `-Y`) needs no feature |
 
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]

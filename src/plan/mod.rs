@@ -3,9 +3,9 @@
 //! same keys; and what switching keys to another pool costs, cold or through a warm-up route
 //! ([`plan_migration`]).
 //!
-//! The reports only the `memshard plan` command prints (`compare_flavors`, `tag_audit`,
-//! `imbalance_with_points`) come with the feature `cli`; `serde::Serialize` on the results
-//! with the feature `serde`.
+//! The reports `memshard plan` prints (`compare_flavors`, `tag_audit`,
+//! `imbalance_with_points`) need no feature; `serde::Serialize` on the results comes with the
+//! feature `serde`.
 //!
 //! Layer: the planner. May import: `ring` (with `hash`, `servers`). No I/O.
 
@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod migrate;
 pub use migrate::{MigrationPlan, PoolPlacement, ServerLoad, plan_migration};
-#[cfg(feature = "cli")]
 mod reports;
-#[cfg(feature = "cli")]
 pub use reports::{
     FlavorDiff, TagAudit, TagRow, compare_flavors, imbalance_with_points, tag_audit,
 };

@@ -1,11 +1,10 @@
-//! The planner's reports that only `memshard plan` prints (feature `cli`): the imbalance of a
-//! plain ring per points count, two flavors compared on one server list, and a hash-tag audit.
+//! The planner's reports `memshard plan` prints: the imbalance of a plain ring per points count,
+//! two flavors compared on one server list, and a hash-tag audit (`Serialize` with `serde`).
 
 use super::{Keys, imbalance};
 use crate::hash::{self, KeyHash};
 use crate::ring::{Flavor, Ring, RingError};
 use crate::servers::Server;
-use serde::Serialize;
 use std::collections::HashMap;
 
 /// The classic imbalance measurement: a plain ketama ring with `points` md5 points per
@@ -34,7 +33,8 @@ pub fn imbalance_with_points(servers: &[Server], points: usize, keys: u64) -> (f
 }
 
 /// Two flavors on the same server list: how many keys they place differently, and why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct FlavorDiff {
     /// Keys compared.
@@ -170,7 +170,8 @@ pub fn compare_flavors(
 }
 
 /// One hash tag in a key sample.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct TagRow {
     /// The tag's text (lossy UTF-8).
@@ -184,7 +185,8 @@ pub struct TagRow {
 }
 
 /// What a hash tag does to a key sample.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct TagAudit {
     /// Keys read.

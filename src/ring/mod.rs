@@ -73,7 +73,6 @@ pub enum RingError {
 }
 
 /// A bare continuum lookup over raw points, for the planner's "N points per server" table.
-#[cfg(feature = "cli")]
 pub(crate) fn continuum_for_planning(
     raw: Vec<(u32, u32)>,
     ties: flavor::Ties,

@@ -21,8 +21,7 @@ fn build() -> Option<PathBuf> {
     if !super::servers::require("cc") {
         return None;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("compat-vectors/libmemcached/harness/libmemcached_route.c");
+    let src = super::repo_root().join("compat-vectors/libmemcached/harness/libmemcached_route.c");
     let text = std::fs::read(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);

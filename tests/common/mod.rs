@@ -1,4 +1,5 @@
 //! Shared test helpers: where the vectors live, and running the `memshard` binary.
+//! Used by the library's tests (`tests/`) and the CLI's (`cli/tests/`, through `#[path]`).
 #![allow(dead_code)]
 
 pub mod libmemcached;
@@ -6,13 +7,24 @@ pub mod proxy;
 pub mod servers;
 pub mod silent;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The repository's root, where compat-vectors/ and the fixtures live: the library's manifest
+/// directory, the parent of the CLI's (`cli/`).
+pub fn repo_root() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if env!("CARGO_PKG_NAME") == "memshard" {
+        dir.to_path_buf()
+    } else {
+        dir.parent().expect("cli/ has a parent").to_path_buf()
+    }
+}
 
 /// The upstream projects' own test tables, kept in the repository
 /// (`compat-vectors/published/`, sources and licences in its README).
 pub fn published_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("compat-vectors/published")
+    repo_root().join("compat-vectors/published")
 }
 
 pub fn published_json(rel: &str) -> serde_json::Value {
@@ -70,9 +82,7 @@ pub struct CompatCase {
 
 /// `compat-vectors/<rel>` (e.g. `libmemcached/cases/w-ipv6`).
 pub fn compat_case(rel: &str) -> CompatCase {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("compat-vectors")
-        .join(rel);
+    let dir = repo_root().join("compat-vectors").join(rel);
     let read = |f: &str| {
         std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{}/{f}: {e}", dir.display()))
     };

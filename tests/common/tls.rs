@@ -1,6 +1,6 @@
 //! Certificates and TLS / authenticating memcached servers for the TLS tests (included by
-//! tests/tls_live.rs as `#[path = "common/tls.rs"] mod tls;`, beside `mod common;`: only that
-//! binary needs rcgen).
+//! cli/tests/tls_live.rs as `#[path = "../../tests/common/tls.rs"] mod tls;`, beside `mod common;`:
+//! only that binary needs rcgen).
 //!
 //! Every certificate is made here at run time with rcgen (X.509 v3, which rustls requires; no
 //! openssl needed, no key committed): two CAs, server certificates (good, expired, signed by the

@@ -2,7 +2,7 @@
 //! flags and bytes that reach the server, the typed errors (a type the peer cannot store, a
 //! value of another type, a payload that lies about itself, a decompression bomb), and expiry
 //! as a type. What each codec stores is proved against the peers in `src/value` (fixtures
-//! written by the peers) and `tests/values_live.rs` (the peers themselves); here it is the
+//! written by the peers) and `cli/tests/values_live.rs` (the peers themselves); here it is the
 //! clients' plumbing, on a real memcached.
 
 use crate::api::{Api, Settings, build};

@@ -17,8 +17,9 @@
 //! that never comes exceeds.
 #![allow(async_fn_in_trait)]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
-#[path = "common/tls.rs"]
+#[path = "../../tests/common/tls.rs"]
 mod tls;
 
 use common::servers::{Memcached, require};

@@ -28,6 +28,7 @@
 //! A missing peer is SKIPPED (printed), or a failure when `CI` is set. node's driver needs
 //! `npm ci` in `tests/values/` (scripts/test.sh runs it).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::servers::{Memcached, program, require};
@@ -295,7 +296,7 @@ impl Peer {
 }
 
 fn values_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/values")
+    common::repo_root().join("tests/values")
 }
 
 /// A peer is missing: a failure under CI, else a loud skip.

@@ -1,5 +1,6 @@
 //! The `memshard` command line: the contract other tools call (route, get, set, delete).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::servers::{Cluster, require};

@@ -2,6 +2,7 @@
 //! server (the measured hits equal to what libmemcached's placement predicts), and nothing left
 //! running afterwards.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::servers::require;

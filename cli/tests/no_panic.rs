@@ -285,7 +285,6 @@ impl Settings {
         apply!(Client::builder(), self)
     }
 
-    #[cfg(feature = "async")]
     fn nonblocking(&self) -> memshard::aio::Builder {
         apply!(memshard::aio::Client::builder(), self)
     }
@@ -336,7 +335,6 @@ fn check_result<T>(r: &Result<T, Error>, what: &dyn std::fmt::Display) {
 fn random_settings_never_panic_either_builder_or_the_ring() {
     let seed = seed();
     let mut r = Rng(seed);
-    #[cfg(feature = "async")]
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -384,7 +382,6 @@ fn random_settings_never_panic_either_builder_or_the_ring() {
         }
         drop(client);
 
-        #[cfg(feature = "async")]
         {
             let client = {
                 let _in_runtime = rt.enter();

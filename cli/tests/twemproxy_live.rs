@@ -16,6 +16,7 @@ use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::servers::{Memcached, Nutcracker, Text, require};
 

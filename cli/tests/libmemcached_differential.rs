@@ -35,7 +35,7 @@ impl Rng {
 
 fn build_harness() -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("compat-vectors/libmemcached/harness/libmemcached_route.c");
+        .join("../compat-vectors/libmemcached/harness/libmemcached_route.c");
     let dir =
         std::env::temp_dir().join(format!("memshard-libmemcached-diff-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::servers::{Memcached, Nutcracker, Text, require};
 

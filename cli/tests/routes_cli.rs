@@ -2,6 +2,7 @@
 //! test binary uses those addresses): `--warm-from`, `--route FILE`, `bench` through a route
 //! and `plan --migrate`, cross-checked against the library's placement.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::servers::{Memcached, require};

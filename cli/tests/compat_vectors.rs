@@ -29,7 +29,7 @@ const PEERS: &[(&str, usize, usize)] = &[
 const NOT_PEERS: &[&str] = &["published", "shared-tools"];
 
 fn cases() -> Vec<Case> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("compat-vectors");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compat-vectors");
     let mut out = Vec::new();
     for peer in std::fs::read_dir(&root).expect("compat-vectors/ exists") {
         let peer = peer.expect("dir entry").path();
