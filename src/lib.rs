@@ -105,7 +105,6 @@ pub mod servers;
 pub mod value;
 pub mod watch;
 
-
 pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::auth::Credentials;
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};

@@ -2,8 +2,8 @@
 
 mod continuum;
 mod dalli_key;
-pub(crate) mod md5x4;
 pub mod flavor;
+pub(crate) mod md5x4;
 mod spy_node;
 mod tag;
 
