@@ -6,15 +6,18 @@ use super::pool::{ConnectFailure, Manager, Pool, Pooled};
 use super::prober;
 use crate::core::call::{Call, Failed, after_failure};
 use crate::core::exchange::{Exchange, Retrieve, Single};
-use crate::core::route::{Group, finish};
+use crate::core::route::finish;
 use crate::core::settings::Builder;
+use crate::core::transport::Transport;
 use crate::core::view::Member;
 use crate::core::{Core, outcome::*};
 use crate::error::{Error, Result};
 use crate::observe;
 use crate::servers::Server;
 use futures_util::future::{Either, join_all, select};
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) type Shared = Core<Pool>;
 /// One configured server of this client: its pool, health and rejoin log.
@@ -128,21 +131,9 @@ impl Client {
     crate::core::api::command_methods!(async await);
     crate::core::api::stampede_methods!(
         [F: FnOnce() -> Fut, Fut: std::future::Future<Output = std::result::Result<V, E>>, V, E],
+        as_is,
         async await
     );
-
-    /// See `Core::written_elsewhere` (routes between pools).
-    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
-        if self.core.written_elsewhere(key)? {
-            prober::start(&self.core, &self.runtime);
-        }
-        Ok(())
-    }
-
-    /// The wait between two reads of a key another caller is recomputing.
-    async fn pause(&self, pause: std::time::Duration) {
-        tokio::time::sleep(pause).await;
-    }
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes
     /// [`AsyncConn::idle_check`] (one that fails it is dropped and the next taken, without
@@ -341,36 +332,66 @@ impl Client {
         finish(out)
     }
 
-    /// For each group, `make(group)`'s exchange with its server, all concurrently, and
-    /// `results(exchange, outcome, group)` in group order.
-    async fn each_group<'g, 'k: 'g, E: Exchange + Send, T>(
+    /// Each exchange with its server, all concurrently; the exchanges back with their
+    /// outcomes, in the order given.
+    async fn on_each<E: Exchange + Send>(
         &self,
-        groups: &'g [Group<'k, Pool>],
-        make: impl Fn(&'g Group<'k, Pool>) -> E,
-        results: impl Fn(E, Result<E::Output>, &Group<'k, Pool>) -> Vec<Result<T>>,
-    ) -> Vec<Vec<Result<T>>>
+        work: Vec<(Arc<ServerOf>, E)>,
+    ) -> Vec<(E, Result<E::Output>)>
     where
         E::Output: Send,
     {
-        let (make, results) = (&make, &results);
-        let runs = groups.iter().map(|g| async move {
-            let mut ex = make(g);
-            let r = self.on(&g.member, &mut ex).await;
-            results(ex, r, g)
+        let runs = work.into_iter().map(|(m, mut ex)| async move {
+            let r = self.on(&m, &mut ex).await;
+            (ex, r)
         });
         join_all(runs).await
     }
+}
 
-    /// `make()`'s exchange on every server, concurrently; results in server order.
-    async fn on_all<E: Exchange + Send>(
+/// The async client's I/O for the flows written once for both clients (see
+/// [`crate::core::transport`]).
+impl Transport for Client {
+    type Pool = Pool;
+
+    fn core(&self) -> &Shared {
+        &self.core
+    }
+
+    fn on<E>(&self, m: &Arc<ServerOf>, ex: &mut E) -> impl Future<Output = Result<E::Output>> + Send
+    where
+        E: Exchange + Send,
+        E::Output: Send,
+    {
+        Client::on(self, m, ex)
+    }
+
+    fn on_each<E>(
         &self,
-        make: impl Fn() -> E,
-    ) -> Vec<(Server, Result<E::Output>)> {
-        let view = self.core.view();
-        let runs = view.members.iter().map(|m| {
-            let mut ex = make();
-            async move { (m.server.clone(), self.on(m, &mut ex).await) }
-        });
-        join_all(runs).await
+        work: Vec<(Arc<ServerOf>, E)>,
+    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
+    where
+        E: Exchange + Send,
+        E::Output: Send,
+    {
+        Client::on_each(self, work)
+    }
+
+    fn get_multi<K: AsRef<[u8]> + Sync>(
+        &self,
+        keys: &[K],
+    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
+        Client::get_multi(self, keys)
+    }
+
+    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(pause)
+    }
+
+    fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        if self.core.written_elsewhere(key)? {
+            prober::start(&self.core, &self.runtime);
+        }
+        Ok(())
     }
 }

@@ -8,15 +8,17 @@ use super::pool::{Pool, Pooled};
 use super::prober;
 use crate::core::call::{Failed, after_failure};
 use crate::core::exchange::{Exchange, Retrieve};
-use crate::core::route::{Group, finish};
+use crate::core::route::finish;
 use crate::core::settings::Builder;
+use crate::core::transport::Transport;
 use crate::core::view::Member;
 use crate::core::{Core, outcome::*};
 use crate::error::Result;
 use crate::observe;
 use crate::servers::Server;
-use std::sync::Arc;
-use std::time::Instant;
+use std::future::{Future, ready};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 pub(crate) type Shared = Core<Pool>;
 /// One configured server of this client: its pool, health and rejoin log.
@@ -59,20 +61,7 @@ impl Builder<Client> {
 impl Client {
     crate::core::api::membership_methods!();
     crate::core::api::command_methods!();
-    crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E]);
-
-    /// See `Core::written_elsewhere` (routes between pools).
-    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
-        if self.core.written_elsewhere(key)? {
-            prober::start(&self.core);
-        }
-        Ok(())
-    }
-
-    /// The wait between two reads of a key another caller is recomputing.
-    fn pause(&self, pause: std::time::Duration) {
-        std::thread::sleep(pause);
-    }
+    crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E], ready_now);
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
     /// check, else a new one; `new`: always a new one (the retry after a stale connection).
@@ -195,38 +184,81 @@ impl Client {
         }
     }
 
-    /// For each group, `make(group)`'s exchange with its server, servers in parallel (at most
-    /// [`fan_out`]'s threads), and `results(exchange, outcome, group)` in group order.
-    fn each_group<'g, 'k: 'g, E: Exchange, T: Send>(
+    /// Each exchange with its server, servers in parallel (at most [`fan_out`]'s threads);
+    /// the exchanges back with their outcomes, in the order given.
+    fn on_each<E: Exchange + Send>(
         &self,
-        groups: &'g [Group<'k, Pool>],
-        make: impl Fn(&'g Group<'k, Pool>) -> E + Sync,
-        results: impl Fn(E, Result<E::Output>, &Group<'k, Pool>) -> Vec<Result<T>> + Sync,
-    ) -> Vec<Vec<Result<T>>> {
-        fan_out(groups, |g| {
-            let mut ex = make(g);
-            let r = self.on(&g.member, &mut ex);
-            results(ex, r, g)
-        })
-    }
-
-    /// `make()`'s exchange on every server, in parallel; results in server order.
-    fn on_all<E: Exchange>(&self, make: impl Fn() -> E + Sync) -> Vec<(Server, Result<E::Output>)>
+        work: Vec<(Arc<ServerOf>, E)>,
+    ) -> Vec<(E, Result<E::Output>)>
     where
         E::Output: Send,
     {
-        let view = self.core.view();
-        let results = fan_out(&view.members, |m| self.on(m, &mut make()));
-        view.members
-            .iter()
-            .map(|m| m.server.clone())
-            .zip(results)
-            .collect()
+        // each job takes its exchange out of its cell, runs it, and gives it back
+        let cells: Vec<_> = work
+            .into_iter()
+            .map(|(m, ex)| (m, Mutex::new(ex)))
+            .collect();
+        let outcomes = fan_out(&cells, |(m, ex)| {
+            let mut ex = ex.lock().unwrap_or_else(PoisonError::into_inner);
+            self.on(m, &mut *ex)
+        });
+        let exs = cells
+            .into_iter()
+            .map(|(_, ex)| ex.into_inner().unwrap_or_else(PoisonError::into_inner));
+        exs.zip(outcomes).collect()
     }
 
-    /// For the prober: a new connection to `m`, driven through `ex`.
+    /// For the prober: a new connection to `m`.
     pub(crate) fn connect(core: &Shared, m: &ServerOf) -> Result<Conn> {
         let s = &m.server;
         Conn::connect(&s.host, s.port, &s.addr, &core.settings.conn)
+    }
+}
+
+/// The blocking client's I/O for the flows written once for both clients: each call does its
+/// work in the caller's thread and returns its outcome ready (see [`crate::core::transport`]).
+impl Transport for Client {
+    type Pool = Pool;
+
+    fn core(&self) -> &Shared {
+        &self.core
+    }
+
+    fn on<E>(&self, m: &Arc<ServerOf>, ex: &mut E) -> impl Future<Output = Result<E::Output>> + Send
+    where
+        E: Exchange + Send,
+        E::Output: Send,
+    {
+        ready(Client::on(self, m, ex))
+    }
+
+    fn on_each<E>(
+        &self,
+        work: Vec<(Arc<ServerOf>, E)>,
+    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
+    where
+        E: Exchange + Send,
+        E::Output: Send,
+    {
+        ready(Client::on_each(self, work))
+    }
+
+    fn get_multi<K: AsRef<[u8]> + Sync>(
+        &self,
+        keys: &[K],
+    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
+        ready(Client::get_multi(self, keys))
+    }
+
+    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {
+        std::thread::sleep(pause);
+        ready(())
+    }
+
+    fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        if self.core.written_elsewhere(key)? {
+            prober::start(&self.core);
+        }
+        Ok(())
     }
 }

@@ -21,7 +21,9 @@
 //! | `protocol` | text or meta, the setting |
 //! | `stampede` | leases: their settings and the waiting of those who did not win |
 //! | `outcome` | what commands return |
-//! | `api` | the public methods both clients share word for word, defined once |
+//! | `transport` | the contract of the two clients for the flows written once for both |
+//! | `ops`, `leased`, `replicated` | those flows: each command, the lease loop, replicated keys |
+//! | `api` | the public methods both clients share word for word, defined once: each a call into a flow |
 
 pub(crate) mod call;
 pub(crate) mod exchange;
@@ -29,8 +31,10 @@ pub(crate) mod expiry;
 pub(crate) mod failover;
 pub(crate) mod hotkeys;
 pub(crate) mod keys;
+pub(crate) mod leased;
 pub(crate) mod link;
 pub(crate) mod multi;
+pub(crate) mod ops;
 #[macro_use]
 pub(crate) mod api;
 pub(crate) mod auth;
@@ -39,11 +43,13 @@ pub(crate) mod probe;
 pub(crate) mod protocol;
 pub(crate) mod readbuf;
 pub(crate) mod replica;
+pub(crate) mod replicated;
 pub(crate) mod route;
 pub(crate) mod settings;
 pub(crate) mod stampede;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
+pub(crate) mod transport;
 pub(crate) mod view;
 
 use crate::error::Result;

@@ -1,0 +1,128 @@
+//! The contract between the two clients and the code written once for both.
+//!
+//! Every command flow that is more than one call — a single-key command, the lease loop of
+//! `get_or_compute` ([`super::leased`]), the reads and writes of a `Replicated` key
+//! ([`super::replicated`]), each route of a `Router` ([`crate::routes::flow`]) — is an ordinary
+//! generic `async fn` over a [`Transport`]: the few operations that move bytes or wait, which
+//! each client implements its own way. The public methods, generated for both clients by the
+//! macros of [`super::api`] and [`crate::routes::handle`], only call such a flow: the async
+//! client `.await`s it, the blocking client runs it with [`now`].
+//!
+//! The blocking client's transport does its work when called and returns a future that is
+//! already ready ([`std::future::ready`]; `pause` sleeps the thread), so a flow over it never
+//! waits: [`now`] polls it once and has its output.
+
+use super::Core;
+use super::exchange::Exchange;
+use super::failover::ServerPool;
+use super::outcome::Item;
+use super::view::Member;
+use crate::error::{Error, Result};
+use crate::servers::Server;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// What a client provides to the flows written once for both clients: its core, and its I/O.
+/// Every future is `Send` (the async client's are held across `.await` in axum handlers and
+/// spawned tasks); the blocking client's are ready when returned.
+pub(crate) trait Transport: Sync {
+    /// The pool of one server.
+    type Pool: ServerPool + Send + Sync;
+
+    /// The sans-IO state the client shares between its requests.
+    fn core(&self) -> &Core<Self::Pool>;
+
+    /// Run `ex` with `m`, once more on a new connection after a stale one, and count the
+    /// outcome for `m`'s health.
+    fn on<E>(
+        &self,
+        m: &Arc<Member<Self::Pool>>,
+        ex: &mut E,
+    ) -> impl Future<Output = Result<E::Output>> + Send
+    where
+        E: Exchange + Send,
+        E::Output: Send;
+
+    /// Each exchange with its server, servers in parallel; the exchanges back with their
+    /// outcomes, in the order given.
+    fn on_each<E>(
+        &self,
+        work: Vec<(Arc<Member<Self::Pool>>, E)>,
+    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
+    where
+        E: Exchange + Send,
+        E::Output: Send;
+
+    /// The client's own `get_multi`: one pipelined request per server.
+    fn get_multi<K: AsRef<[u8]> + Sync>(
+        &self,
+        keys: &[K],
+    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send;
+
+    /// The wait between two reads of a key another caller is recomputing.
+    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send;
+
+    /// `key` was written in another pool while its server failed: keep that server out of
+    /// reads until the key is deleted there (see `Core::written_elsewhere`), and start the
+    /// client's prober if it is not running.
+    fn written_elsewhere(&self, key: &[u8]) -> Result<()>;
+}
+
+/// What a blocking call returns if its flow was not ready at its first poll, which its
+/// transport never lets happen: the error in the shape of the call's output.
+pub(crate) trait Stalled {
+    /// `e` as this output; `servers` lists the servers for outputs with one entry per server.
+    fn stalled(e: Error, servers: impl FnOnce() -> Vec<Server>) -> Self;
+}
+
+impl<T> Stalled for Result<T> {
+    fn stalled(e: Error, _: impl FnOnce() -> Vec<Server>) -> Self {
+        Err(e)
+    }
+}
+
+impl<T> Stalled for Vec<Result<T>> {
+    fn stalled(e: Error, _: impl FnOnce() -> Vec<Server>) -> Self {
+        vec![Err(e)]
+    }
+}
+
+impl<T> Stalled for Vec<(Server, Result<T>)> {
+    fn stalled(e: Error, servers: impl FnOnce() -> Vec<Server>) -> Self {
+        servers().into_iter().map(|s| (s, Err(e.clone()))).collect()
+    }
+}
+
+/// The output of `flow`, a flow over `t`'s ready futures (the blocking client's): polled
+/// once. Were it pending — a transport future that is not ready, a bug — the call fails with
+/// [`Error::Config`] saying so rather than block or panic.
+pub(crate) fn now<T: Transport, F: Future>(t: &T, flow: F) -> F::Output
+where
+    F::Output: Stalled,
+{
+    let flow = std::pin::pin!(flow);
+    match flow.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => {
+            let e = Error::Config(
+                "internal error: a blocking call waited on a future that was not ready".into(),
+            );
+            F::Output::stalled(e, || t.core().ring().servers().to_vec())
+        }
+    }
+}
+
+/// Runs a flow in a generated method: `drive!(; t; flow)` with [`now`] for the blocking client
+/// (`t`: a blocking transport), `drive!(await; t; flow)` with `.await` for the async client.
+macro_rules! drive {
+    (; $t:expr; $flow:expr) => {
+        $crate::core::transport::now($t, $flow)
+    };
+    ($await:tt; $t:expr; $flow:expr) => {
+        $flow.$await
+    };
+}
+
+pub(crate) use drive;
