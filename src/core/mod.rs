@@ -29,6 +29,8 @@ pub(crate) mod call;
 pub(crate) mod exchange;
 pub(crate) mod expiry;
 pub(crate) mod failover;
+#[cfg(test)]
+pub(crate) mod fake;
 pub(crate) mod hotkeys;
 pub(crate) mod keys;
 pub(crate) mod leased;

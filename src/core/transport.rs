@@ -126,3 +126,54 @@ macro_rules! drive {
 }
 
 pub(crate) use drive;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fake::Fake;
+
+    #[test]
+    fn a_flow_that_is_not_ready_fails_instead_of_blocking() {
+        let f = Fake::new("127.0.0.1:1\n127.0.0.1:2", |b| b);
+        let one: Result<()> = now(&f, std::future::pending());
+        assert!(matches!(one, Err(Error::Config(ref m)) if m.starts_with("internal error")));
+        let each: Vec<(Server, Result<()>)> = now(&f, std::future::pending());
+        assert_eq!(each.len(), 2);
+        assert!(each.iter().all(|(_, r)| r.is_err()));
+        assert_eq!(now(&f, async { Ok(7) }).unwrap(), 7);
+    }
+
+    /// The async client's futures that run flows stay `Send` (held across `.await` in axum
+    /// handlers, spawned): checked at compile time, never run.
+    #[cfg(feature = "async")]
+    #[allow(dead_code, clippy::let_underscore_future)]
+    fn async_futures_are_send(c: &crate::aio::Client, r: &crate::aio::Router) {
+        fn send<T: Send>(_: T) {}
+        let recompute = || async { Ok::<_, std::io::Error>(b"v".to_vec()) };
+        send(c.get_or_compute("k", crate::Expiry::NEVER, recompute));
+        send(c.invalidate("k"));
+        send(c.set_multi_noreply(&[("k", "v")], 0, crate::Expiry::NEVER));
+        send(c.flush_all(None));
+        send(c.stats(None));
+        let rep = c.replicated("k", 2);
+        send(rep.get());
+        send(rep.set("v", 0, crate::Expiry::NEVER));
+        send(rep.delete());
+        send(r.get("k"));
+        send(r.gets("k"));
+        send(r.get_multi(&["k"]));
+        send(r.set("k", "v", crate::Expiry::NEVER));
+        send(r.delete("k"));
+        send(r.incr("k", 1));
+        send(r.set_multi(&[("k", "v")], 0, crate::Expiry::NEVER));
+        send(r.delete_multi(&["k"]));
+        send(r.verify("k"));
+        #[cfg(feature = "codecs")]
+        {
+            let typed = || async { Ok::<_, std::io::Error>(7_i64) };
+            send(c.get_or_compute_as("k", crate::Expiry::NEVER, typed));
+            send(c.get_as::<i64>("k"));
+            send(c.set_value("k", &7_i64, crate::Expiry::NEVER));
+        }
+    }
+}

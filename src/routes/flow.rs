@@ -676,3 +676,161 @@ impl<'r, T: Transport> Route<'r, T> {
         failed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fake::Fake;
+    use crate::core::transport::now;
+
+    /// Two pools of one server each: the first pool's (new, main, a) and the second's.
+    fn pools() -> [Fake; 2] {
+        [
+            Fake::new("127.0.0.1:1", |b| b),
+            Fake::new("127.0.0.1:2", |b| b),
+        ]
+    }
+
+    fn put(f: &Fake, key: &str, value: &str) {
+        let cmd = StoreCommand::Set;
+        let r = now(
+            f,
+            ops::store(f, cmd, key.as_bytes(), value.as_bytes(), (0, 0)),
+        );
+        assert_eq!(r.unwrap(), StoreOutcome::Stored);
+    }
+
+    fn warm_up() -> State {
+        State::new(Kind::WarmUp {
+            backfill: Expiry::after(Duration::from_secs(60)),
+        })
+    }
+
+    #[test]
+    fn a_warm_up_miss_reads_the_old_pool_and_backfills_with_add() {
+        let (pools, state) = (pools(), warm_up());
+        put(&pools[1], "k", "old");
+        let route = Route::new(&pools, &state);
+        let got = now(&pools[0], route.get(b"k")).unwrap();
+        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"old"[..]));
+        assert_eq!(
+            pools[0].held("127.0.0.1:1", "k").as_deref(),
+            Some(&b"old"[..])
+        );
+        let sent = pools[0].sent();
+        assert!(
+            sent.iter().any(|(_, r)| r.starts_with("add k 0 ")),
+            "{sent:?}"
+        );
+        let stats = state.counters.snapshot();
+        assert_eq!(
+            (stats.fallback_reads, stats.fallback_hits, stats.backfills),
+            (1, 1, 1)
+        );
+        // a miss in both pools is a miss, and nothing is written
+        assert_eq!(now(&pools[0], route.get(b"none")).unwrap(), None);
+        assert_eq!(state.counters.snapshot().backfills, 1);
+    }
+
+    #[test]
+    fn a_warm_up_get_multi_backfills_each_key_only_the_old_pool_had() {
+        let (pools, state) = (pools(), warm_up());
+        put(&pools[0], "a", "new");
+        put(&pools[1], "a", "stale");
+        put(&pools[1], "b", "old");
+        let route = Route::new(&pools, &state);
+        let got = now(&pools[0], route.get_multi(&["a", "b", "c"]));
+        let values: Vec<Option<Vec<u8>>> = got
+            .into_iter()
+            .map(|r| r.unwrap().map(|i| i.value))
+            .collect();
+        assert_eq!(values, [Some(b"new".to_vec()), Some(b"old".to_vec()), None]);
+        assert_eq!(
+            pools[0].held("127.0.0.1:1", "b").as_deref(),
+            Some(&b"old"[..])
+        );
+        assert_eq!(state.counters.snapshot().backfills, 1);
+    }
+
+    #[test]
+    fn the_gutter_takes_a_failed_main_servers_reads_and_writes() {
+        let pools = pools();
+        let state = State::new(gutter_kind(false, Duration::from_secs(10)).unwrap());
+        let route = Route::new(&pools, &state);
+        pools[0].fail("127.0.0.1:1");
+        let stored = now(
+            &pools[0],
+            route.store(StoreCommand::Set, b"k", b"v", 0, Expiry::NEVER),
+        );
+        assert_eq!(stored.unwrap(), StoreOutcome::Stored);
+        assert_eq!(
+            pools[1].held("127.0.0.1:2", "k").as_deref(),
+            Some(&b"v"[..])
+        );
+        // the main server holds the key for deletion when it is back
+        assert_eq!(pools[0].core().down_servers().len(), 1);
+        let got = now(&pools[0], route.get(b"k")).unwrap();
+        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"v"[..]));
+        let stats = state.counters.snapshot();
+        assert!(
+            stats.gutter_requests >= 2 && stats.gutter_hits == 1,
+            "{stats:?}"
+        );
+        // a read-modify command never starts from nothing on the gutter
+        let incr = now(&pools[0], route.arith(true, b"n", 1));
+        assert!(matches!(incr, Err(Error::Route { .. })), "{incr:?}");
+    }
+
+    #[test]
+    fn a_mirror_write_that_one_pool_missed_is_repaired() {
+        let pools = pools();
+        let kind = mirror_kind(
+            &pools[0].core().ring(),
+            &pools[1].core().ring(),
+            ReadPolicy::PreferA,
+        );
+        let state = State::new(kind.unwrap());
+        let route = Route::new(&pools, &state);
+        pools[1].fail("127.0.0.1:2");
+        let stored = now(
+            &pools[0],
+            route.store(StoreCommand::Set, b"k", b"v", 0, Expiry::NEVER),
+        );
+        assert_eq!(stored.unwrap(), StoreOutcome::Stored);
+        let stats = state.counters.snapshot();
+        assert_eq!(
+            (stats.repairs_recorded, stats.mirror_partial_writes),
+            (1, 1)
+        );
+        // b's server is held out of reads until the key is deleted there
+        assert_eq!(pools[1].core().down_servers().len(), 1);
+        // a pool refusing a write (an answer, not a failure) has its copy deleted at once
+        let (pools, state) = (
+            self::pools(),
+            State::new(Kind::Mirror {
+                policy: ReadPolicy::PreferA,
+            }),
+        );
+        let route = Route::new(&pools, &state);
+        put(&pools[1], "k", "b");
+        let added = now(
+            &pools[0],
+            route.store(StoreCommand::Add, b"k", b"a", 0, Expiry::NEVER),
+        );
+        assert_eq!(added.unwrap(), StoreOutcome::Stored);
+        assert_eq!(pools[1].held("127.0.0.1:2", "k"), None);
+        assert_eq!(state.counters.snapshot().mirror_divergences, 1);
+    }
+
+    #[test]
+    fn mirrored_pools_may_not_share_a_server_and_a_gutter_main_may_not_auto_eject() {
+        let a = Fake::new("127.0.0.1:1", |b| b);
+        let b = Fake::new("127.0.0.1:2\n127.0.0.1:1", |b| b);
+        let shared = mirror_kind(&a.core().ring(), &b.core().ring(), ReadPolicy::Random);
+        assert!(matches!(shared, Err(Error::Config(ref m)) if m.contains("127.0.0.1:1")));
+        assert!(matches!(
+            gutter_kind(true, Duration::from_secs(10)),
+            Err(Error::Config(_))
+        ));
+    }
+}
