@@ -129,6 +129,7 @@ pub(crate) fn ready_now<V, E>(
 }
 
 /// The async client's recompute function as the flow takes it: as it is.
+#[cfg(feature = "async")]
 pub(crate) fn as_is<F>(recompute: F) -> F {
     recompute
 }
