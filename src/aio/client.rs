@@ -8,14 +8,13 @@ use crate::core::call::{Call, Failed, after_failure};
 use crate::core::exchange::{Exchange, Retrieve, Single};
 use crate::core::route::finish;
 use crate::core::settings::Builder;
-use crate::core::transport::Transport;
+use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::core::{Core, outcome::*};
 use crate::error::{Error, Result};
 use crate::observe;
 use crate::servers::Server;
 use futures_util::future::{Either, join_all, select};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +76,9 @@ impl Builder<Client> {
         })
     }
 }
+
+/// An exchange back with its outcome.
+type Done<E> = (E, Result<<E as Exchange>::Output>);
 
 /// A connection leased for one exchange: from the pool (given back to it when the exchange is
 /// over, see [`Pool::give_back`]), or made for the one retry after a stale connection (and
@@ -334,13 +336,7 @@ impl Client {
 
     /// Each exchange with its server, all concurrently; the exchanges back with their
     /// outcomes, in the order given.
-    async fn on_each<E: Exchange + Send>(
-        &self,
-        work: Vec<(Arc<ServerOf>, E)>,
-    ) -> Vec<(E, Result<E::Output>)>
-    where
-        E::Output: Send,
-    {
+    async fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Vec<Done<E>> {
         let runs = work.into_iter().map(|(m, mut ex)| async move {
             let r = self.on(&m, &mut ex).await;
             (ex, r)
@@ -350,7 +346,7 @@ impl Client {
 }
 
 /// The async client's I/O for the flows written once for both clients (see
-/// [`crate::core::transport`]).
+/// [`crate::core::transport`]): its own futures.
 impl Transport for Client {
     type Pool = Pool;
 
@@ -358,40 +354,26 @@ impl Transport for Client {
         &self.core
     }
 
-    fn on<E>(&self, m: &Arc<ServerOf>, ex: &mut E) -> impl Future<Output = Result<E::Output>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send,
-    {
-        Client::on(self, m, ex)
-    }
-
-    fn on_each<E>(
-        &self,
-        work: Vec<(Arc<ServerOf>, E)>,
-    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send,
-    {
-        Client::on_each(self, work)
-    }
-
-    fn get_multi<K: AsRef<[u8]> + Sync>(
-        &self,
-        keys: &[K],
-    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
-        Client::get_multi(self, keys)
-    }
-
-    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {
-        tokio::time::sleep(pause)
-    }
-
     fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
         if self.core.written_elsewhere(key)? {
             prober::start(&self.core, &self.runtime);
         }
         Ok(())
+    }
+
+    async fn pause(&self, pause: Duration) {
+        tokio::time::sleep(pause).await;
+    }
+
+    async fn on<E: Work>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Result<E::Output> {
+        Client::on(self, m, ex).await
+    }
+
+    async fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Vec<Done<E>> {
+        Client::on_each(self, work).await
+    }
+
+    async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        Client::get_multi(self, keys).await
     }
 }

@@ -10,13 +10,13 @@ use crate::core::call::{Failed, after_failure};
 use crate::core::exchange::{Exchange, Retrieve};
 use crate::core::route::finish;
 use crate::core::settings::Builder;
-use crate::core::transport::Transport;
+use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::core::{Core, outcome::*};
 use crate::error::Result;
 use crate::observe;
 use crate::servers::Server;
-use std::future::{Future, ready};
+use std::future::{Ready, ready};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -186,13 +186,7 @@ impl Client {
 
     /// Each exchange with its server, servers in parallel (at most [`fan_out`]'s threads);
     /// the exchanges back with their outcomes, in the order given.
-    fn on_each<E: Exchange + Send>(
-        &self,
-        work: Vec<(Arc<ServerOf>, E)>,
-    ) -> Vec<(E, Result<E::Output>)>
-    where
-        E::Output: Send,
-    {
+    fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Vec<Done<E>> {
         // each job takes its exchange out of its cell, runs it, and gives it back
         let cells: Vec<_> = work
             .into_iter()
@@ -217,6 +211,8 @@ impl Client {
 
 /// The blocking client's I/O for the flows written once for both clients: each call does its
 /// work in the caller's thread and returns its outcome ready (see [`crate::core::transport`]).
+/// The return types say so: `Ready`, where the trait asks for any `Send` future.
+#[allow(refining_impl_trait)]
 impl Transport for Client {
     type Pool = Pool;
 
@@ -224,33 +220,19 @@ impl Transport for Client {
         &self.core
     }
 
-    fn on<E>(&self, m: &Arc<ServerOf>, ex: &mut E) -> impl Future<Output = Result<E::Output>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send,
-    {
+    fn on<E: Work>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Ready<Result<E::Output>> {
         ready(Client::on(self, m, ex))
     }
 
-    fn on_each<E>(
-        &self,
-        work: Vec<(Arc<ServerOf>, E)>,
-    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send,
-    {
+    fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Ready<Vec<Done<E>>> {
         ready(Client::on_each(self, work))
     }
 
-    fn get_multi<K: AsRef<[u8]> + Sync>(
-        &self,
-        keys: &[K],
-    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
+    fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
         ready(Client::get_multi(self, keys))
     }
 
-    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {
+    fn pause(&self, pause: Duration) -> Ready<()> {
         std::thread::sleep(pause);
         ready(())
     }
@@ -262,3 +244,6 @@ impl Transport for Client {
         Ok(())
     }
 }
+
+/// An exchange back with its outcome.
+type Done<E> = (E, Result<<E as Exchange>::Output>);

@@ -8,11 +8,11 @@ use super::exchange::Exchange;
 use super::failover::ServerPool;
 use super::link::{Link, Next};
 use super::outcome::Item;
-use super::transport::Transport;
+use super::transport::{Transport, Work};
 use super::view::Member;
 use crate::error::{Error, Result};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::future::{Future, ready};
+use std::future::{Ready, ready};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -229,6 +229,7 @@ impl Fake {
     }
 }
 
+#[allow(refining_impl_trait)]
 impl Transport for Fake {
     type Pool = NoPool;
 
@@ -236,15 +237,7 @@ impl Transport for Fake {
         &self.core
     }
 
-    fn on<E>(
-        &self,
-        m: &Arc<Member<NoPool>>,
-        ex: &mut E,
-    ) -> impl Future<Output = Result<E::Output>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send,
-    {
+    fn on<E: Work>(&self, m: &Arc<Member<NoPool>>, ex: &mut E) -> Ready<Result<E::Output>> {
         let r = self.core.available(m).and_then(|()| {
             if lock(&self.down).contains(&m.server.addr) {
                 let kind = std::io::ErrorKind::ConnectionRefused;
@@ -260,14 +253,10 @@ impl Transport for Fake {
         ready(r)
     }
 
-    fn on_each<E>(
+    fn on_each<E: Work>(
         &self,
         work: Vec<(Arc<Member<NoPool>>, E)>,
-    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send,
-    {
+    ) -> Ready<Vec<(E, Result<E::Output>)>> {
         let done = work.into_iter().map(|(m, mut ex)| {
             let r = super::transport::now(self, self.on(&m, &mut ex));
             (ex, r)
@@ -275,17 +264,14 @@ impl Transport for Fake {
         ready(done.collect())
     }
 
-    fn get_multi<K: AsRef<[u8]> + Sync>(
-        &self,
-        keys: &[K],
-    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
+    fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
         let got = keys
             .iter()
             .map(|k| super::transport::now(self, super::ops::get(self, k.as_ref())));
         ready(got.collect())
     }
 
-    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {
+    fn pause(&self, pause: Duration) -> Ready<()> {
         lock(&self.pauses).push(pause);
         ready(())
     }

@@ -232,101 +232,79 @@ mod tests {
     use crate::core::fake::{Fake, meta};
     use crate::core::transport::now;
 
-    fn fake(wait: Duration) -> Fake {
-        Fake::new("127.0.0.1:11211", |b| {
+    const WON: &str = "VA 0 f0 c5 O{o} W\r\n\r\n";
+    const WAIT: &str = "VA 0 f0 c5 O{o} Z\r\n\r\n";
+    const HD: &str = "HD O{o}\r\n";
+
+    /// A client waiting at most `wait`, whose server answers `replies` in turn.
+    fn scripted(wait: Duration, replies: &[&'static str]) -> Fake {
+        let f = Fake::new("127.0.0.1:11211", |b| {
             b.stampede(Stampede::default().wait(wait))
-        })
+        });
+        f.script
+            .lock()
+            .unwrap()
+            .extend(replies.iter().map(|r| meta(r)));
+        f
     }
 
+    /// `get_or_compute` of `k` with `recompute`, and the requests sent.
     fn run(
         f: &Fake,
         recompute: impl FnOnce() -> std::result::Result<&'static str, std::io::Error>,
-    ) -> Result<Item> {
-        now(
+    ) -> (Result<Item>, Vec<String>) {
+        let r = now(
             f,
             get_or_compute(f, b"k", Expiry::NEVER, ready_now(recompute)),
-        )
+        );
+        (r, f.sent().into_iter().map(|(_, r)| r).collect())
     }
 
-    fn requests(f: &Fake) -> Vec<String> {
-        f.sent().into_iter().map(|(_, r)| r).collect()
+    fn fails() -> std::result::Result<&'static str, std::io::Error> {
+        Err(std::io::Error::other("db down"))
     }
 
     #[test]
     fn the_lease_winner_recomputes_and_stores_under_the_lease() {
-        let f = fake(Duration::from_secs(3));
-        f.script
-            .lock()
-            .unwrap()
-            .extend([meta("VA 0 f0 c5 O{o} W\r\n\r\n"), meta("HD O{o}\r\n")]);
-        let item = run(&f, || Ok("fresh")).unwrap();
-        assert_eq!(item.value, b"fresh");
-        let sent = requests(&f);
+        let f = scripted(Duration::from_secs(3), &[WON, HD]);
+        let (item, sent) = run(&f, || Ok("fresh"));
+        assert_eq!(item.unwrap().value, b"fresh");
         assert!(sent[0].starts_with("mg k "), "{sent:?}");
-        assert!(
-            sent[1].starts_with("ms k 5 ") && sent[1].contains(" C5 "),
-            "{sent:?}"
-        );
+        assert!(sent[1].starts_with("ms k 5 ") && sent[1].contains(" C5 "));
     }
 
     #[test]
     fn a_caller_that_did_not_win_pauses_then_is_served_the_value() {
-        let f = fake(Duration::from_secs(3));
-        f.script.lock().unwrap().extend([
-            meta("VA 0 f0 c5 O{o} Z\r\n\r\n"),
-            meta("VA 2 f0 c7 O{o}\r\nv1\r\n"),
-        ]);
-        let item = run(&f, || -> std::result::Result<_, std::io::Error> {
-            panic!("only the winner recomputes")
-        })
-        .unwrap();
-        assert_eq!(item.value, b"v1");
+        let f = scripted(Duration::from_secs(3), &[WAIT, "VA 2 f0 c7 O{o}\r\nv1\r\n"]);
+        let (item, sent) = run(&f, || unreachable!("only the winner recomputes"));
+        assert_eq!(item.unwrap().value, b"v1");
         assert_eq!(f.pauses.lock().unwrap().len(), 1);
-        assert_eq!(requests(&f).len(), 2);
+        assert_eq!(sent.len(), 2);
     }
 
     #[test]
     fn the_wait_over_fails_with_lease_busy() {
-        let f = fake(Duration::ZERO);
-        f.script
-            .lock()
-            .unwrap()
-            .push_back(meta("VA 0 f0 c5 O{o} Z\r\n\r\n"));
-        let e = run(&f, || Ok("never")).unwrap_err();
-        assert!(
-            matches!(e, Error::LeaseBusy { ref key, .. } if key == "k"),
-            "{e:?}"
-        );
+        let f = scripted(Duration::ZERO, &[WAIT]);
+        let e = run(&f, || Ok("never")).0.unwrap_err();
+        assert!(matches!(e, Error::LeaseBusy { ref key, .. } if key == "k"));
         assert!(f.pauses.lock().unwrap().is_empty());
     }
 
     #[test]
     fn a_failed_recompute_gives_the_lease_back() {
-        let f = fake(Duration::from_secs(3));
-        f.script
-            .lock()
-            .unwrap()
-            .extend([meta("VA 0 f0 c5 O{o} W\r\n\r\n"), meta("HD O{o}\r\n")]);
-        let e = run(&f, || Err(std::io::Error::other("db down"))).unwrap_err();
-        assert!(matches!(e, Error::Recompute { .. }), "{e:?}");
-        let sent = requests(&f);
-        assert!(
-            sent[1].starts_with("md k ") && sent[1].contains(" C5"),
-            "{sent:?}"
-        );
+        let f = scripted(Duration::from_secs(3), &[WON, HD]);
+        let (r, sent) = run(&f, fails);
+        assert!(matches!(r, Err(Error::Recompute { .. })), "{r:?}");
+        assert!(sent[1].starts_with("md k ") && sent[1].contains(" C5"));
     }
 
     #[test]
     fn a_stale_value_stays_when_the_recompute_fails() {
         // won over a stale value: nothing to give back, the others are served it meanwhile
-        let f = fake(Duration::from_secs(3));
-        f.script
-            .lock()
-            .unwrap()
-            .push_back(meta("VA 3 f0 c6 O{o} X W\r\nold\r\n"));
-        let e = run(&f, || Err(std::io::Error::other("db down"))).unwrap_err();
-        assert!(matches!(e, Error::Recompute { .. }), "{e:?}");
-        assert_eq!(requests(&f).len(), 1);
+        let f = scripted(Duration::from_secs(3), &["VA 3 f0 c6 O{o} X W\r\nold\r\n"]);
+        let (r, sent) = run(&f, fails);
+        assert!(matches!(r, Err(Error::Recompute { .. })), "{r:?}");
+        assert_eq!(sent.len(), 1);
     }
 
     #[test]

@@ -67,59 +67,56 @@ mod tests {
     use crate::core::fake::Fake;
     use crate::core::transport::now;
 
-    const LIST: &str = "127.0.0.1:1\n127.0.0.1:2\n127.0.0.1:3";
+    /// Three servers, `k` in two copies, written: the fake, the copies and their servers.
+    fn written() -> (Fake, Copies<crate::core::fake::NoPool>, Vec<String>) {
+        let f = Fake::new("127.0.0.1:1\n127.0.0.1:2\n127.0.0.1:3", |b| b);
+        let copies = f.core().copies(b"k", 2);
+        let servers = copies.servers().into_iter().map(|s| s.addr).collect();
+        let stored = now(&f, set(&f, &copies, b"v", 0, Expiry::NEVER));
+        assert!(matches!(
+            stored[..],
+            [Ok(StoreOutcome::Stored), Ok(StoreOutcome::Stored)]
+        ));
+        (f, copies, servers)
+    }
+
+    fn read(f: &Fake, copies: &Copies<crate::core::fake::NoPool>) -> Result<Option<Vec<u8>>> {
+        Ok(now(f, get(f, copies))?.map(|i| i.value))
+    }
 
     #[test]
     fn every_copy_is_written_and_a_read_falls_over_to_the_next() {
-        let f = Fake::new(LIST, |b| b);
-        let copies = f.core().copies(b"k", 2);
-        let servers: Vec<String> = copies.servers().into_iter().map(|s| s.addr).collect();
-        let stored = now(&f, set(&f, &copies, b"v", 0, Expiry::NEVER));
-        assert!(
-            stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
-            "{stored:?}"
-        );
+        let (f, copies, servers) = written();
         assert_eq!(f.held(&servers[0], "k").as_deref(), Some(&b"v"[..]));
         assert_eq!(f.held(&servers[1], "k#r1").as_deref(), Some(&b"v"[..]));
         // one copy's server fails: the read finds the other, whichever it tries first
         f.fail(&servers[0]);
-        let got = now(&f, get(&f, &copies)).unwrap();
-        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"v"[..]));
+        assert_eq!(read(&f, &copies).unwrap().as_deref(), Some(&b"v"[..]));
     }
 
     #[test]
     fn a_miss_on_one_copy_reads_the_other_and_errors_everywhere_return_the_error() {
-        let f = Fake::new(LIST, |b| b);
-        let copies = f.core().copies(b"k", 2);
-        let servers: Vec<String> = copies.servers().into_iter().map(|s| s.addr).collect();
-        let _ = now(&f, set(&f, &copies, b"v", 0, Expiry::NEVER));
+        let (f, copies, servers) = written();
         // copy 0 deleted behind the handle's back: a miss there, the value on copy 1
-        let ops = now(&f, crate::core::ops::delete(&f, b"k")).unwrap();
-        assert_eq!(ops, DeleteOutcome::Deleted);
-        let got = now(&f, get(&f, &copies)).unwrap();
-        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"v"[..]));
+        let gone = now(&f, crate::core::ops::delete(&f, b"k"));
+        assert_eq!(gone.unwrap(), DeleteOutcome::Deleted);
+        assert_eq!(read(&f, &copies).unwrap().as_deref(), Some(&b"v"[..]));
         let deleted = now(&f, delete(&f, &copies));
-        assert!(matches!(
-            deleted[..],
-            [Ok(DeleteOutcome::NotFound), Ok(DeleteOutcome::Deleted)]
-        ));
-        assert_eq!(now(&f, get(&f, &copies)).unwrap(), None);
-        for s in &servers {
-            f.fail(s);
-        }
-        assert!(now(&f, get(&f, &copies)).is_err());
+        use DeleteOutcome::{Deleted, NotFound};
+        assert!(matches!(deleted[..], [Ok(NotFound), Ok(Deleted)]));
+        assert_eq!(read(&f, &copies).unwrap(), None);
+        servers.iter().for_each(|s| f.fail(s));
+        assert!(read(&f, &copies).is_err());
     }
 
     #[test]
     fn an_invalid_key_fails_every_call() {
-        let f = Fake::new(LIST, |b| b);
+        let f = Fake::new("127.0.0.1:1\n127.0.0.1:2", |b| b);
         let copies = f.core().copies(b"bad key", 2);
-        assert!(matches!(
-            now(&f, set(&f, &copies, b"v", 0, Expiry::NEVER))[..],
-            [Err(_)]
-        ));
+        let stored = now(&f, set(&f, &copies, b"v", 0, Expiry::NEVER));
+        assert!(matches!(stored[..], [Err(_)]));
         assert!(matches!(now(&f, delete(&f, &copies))[..], [Err(_)]));
-        assert!(now(&f, get(&f, &copies)).is_err());
+        assert!(read(&f, &copies).is_err());
         assert!(f.sent().is_empty());
     }
 }

@@ -24,6 +24,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+/// An exchange a transport runs: it and its output may cross threads (the async client's
+/// futures hold them).
+pub(crate) trait Work: Exchange<Output: Send> + Send {}
+
+impl<E: Exchange<Output: Send> + Send> Work for E {}
+
 /// What a client provides to the flows written once for both clients: its core, and its I/O.
 /// Every future is `Send` (the async client's are held across `.await` in axum handlers and
 /// spawned tasks); the blocking client's are ready when returned.
@@ -36,24 +42,18 @@ pub(crate) trait Transport: Sync {
 
     /// Run `ex` with `m`, once more on a new connection after a stale one, and count the
     /// outcome for `m`'s health.
-    fn on<E>(
+    fn on<E: Work>(
         &self,
         m: &Arc<Member<Self::Pool>>,
         ex: &mut E,
-    ) -> impl Future<Output = Result<E::Output>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send;
+    ) -> impl Future<Output = Result<E::Output>> + Send;
 
     /// Each exchange with its server, servers in parallel; the exchanges back with their
     /// outcomes, in the order given.
-    fn on_each<E>(
+    fn on_each<E: Work>(
         &self,
         work: Vec<(Arc<Member<Self::Pool>>, E)>,
-    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send
-    where
-        E: Exchange + Send,
-        E::Output: Send;
+    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send;
 
     /// The client's own `get_multi`: one pipelined request per server.
     fn get_multi<K: AsRef<[u8]> + Sync>(

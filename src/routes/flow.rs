@@ -46,6 +46,9 @@ pub(crate) fn mirror_kind(a: &Ring, b: &Ring, policy: ReadPolicy) -> Result<Kind
     Ok(Kind::Mirror { policy })
 }
 
+/// A multi-key store's results.
+type Stored = Vec<Result<StoreOutcome>>;
+
 /// One route over two pools' clients: `pools[0]` new/main/a, `pools[1]` old/gutter/b.
 pub(crate) struct Route<'r, T> {
     pools: &'r [T; 2],
@@ -262,10 +265,8 @@ impl<'r, T: Transport> Route<'r, T> {
     pub(crate) async fn store(
         &self,
         cmd: StoreCommand,
-        key: &[u8],
-        value: &[u8],
-        flags: u32,
-        expiry: Expiry,
+        (key, value): (&[u8], &[u8]),
+        (flags, expiry): (u32, Expiry),
     ) -> Result<StoreOutcome> {
         let exptime = expiry.exptime_now();
         let w = Write::Store {
@@ -421,6 +422,13 @@ impl<'r, T: Transport> Route<'r, T> {
         let _ = self.pool(p).written_elsewhere(key);
     }
 
+    /// [`Route::repair`] of each key of a multi-key write, `(index, pool, failed)`.
+    async fn repair_all<'k>(&self, fixes: super::Repairs, key: impl Fn(usize) -> &'k [u8]) {
+        for (i, p, failed) in fixes {
+            self.repair(p, key(i), failed).await;
+        }
+    }
+
     /// Copy `p` of `key` is stale after a read-modify command on the other one: delete it (or
     /// have it repaired).
     async fn drop_copy(&self, p: PoolRole, key: &[u8]) {
@@ -549,7 +557,7 @@ impl<'r, T: Transport> Route<'r, T> {
         items: &[(K, V)],
         flags: u32,
         expiry: Expiry,
-    ) -> Vec<Result<StoreOutcome>>
+    ) -> Stored
     where
         K: AsRef<[u8]> + Sync,
         V: AsRef<[u8]> + Sync,
@@ -591,9 +599,7 @@ impl<'r, T: Transport> Route<'r, T> {
         let ro = ops::set_multi(self.pool(other), &sub, flags, expiry).await;
         let ro = spread(items.len(), &two, ro);
         let (out, fixes) = settle_all((preferred, rp), (other, ro), any_ok);
-        for (i, p, failed) in fixes {
-            self.repair(p, items[i].0.as_ref(), failed).await;
-        }
+        self.repair_all(fixes, |i| items[i].0.as_ref()).await;
         out
     }
 
@@ -639,9 +645,7 @@ impl<'r, T: Transport> Route<'r, T> {
                 *r = Ok(DeleteOutcome::Deleted);
             }
         }
-        for (i, p, failed) in fixes {
-            self.repair(p, keys[i].as_ref(), failed).await;
-        }
+        self.repair_all(fixes, |i| keys[i].as_ref()).await;
         out
     }
 
@@ -696,6 +700,16 @@ mod tests {
         let r = now(
             f,
             ops::store(f, cmd, key.as_bytes(), value.as_bytes(), (0, 0)),
+        );
+        assert_eq!(r.unwrap(), StoreOutcome::Stored);
+    }
+
+    /// `set k v` through `route`, stored.
+    fn set_k(route: &Route<'_, Fake>) {
+        let cmd = StoreCommand::Set;
+        let r = now(
+            &route.pools[0],
+            route.store(cmd, (b"k", b"v"), (0, Expiry::NEVER)),
         );
         assert_eq!(r.unwrap(), StoreOutcome::Stored);
     }
@@ -758,11 +772,7 @@ mod tests {
         let state = State::new(gutter_kind(false, Duration::from_secs(10)).unwrap());
         let route = Route::new(&pools, &state);
         pools[0].fail("127.0.0.1:1");
-        let stored = now(
-            &pools[0],
-            route.store(StoreCommand::Set, b"k", b"v", 0, Expiry::NEVER),
-        );
-        assert_eq!(stored.unwrap(), StoreOutcome::Stored);
+        set_k(&route);
         assert_eq!(
             pools[1].held("127.0.0.1:2", "k").as_deref(),
             Some(&b"v"[..])
@@ -792,11 +802,7 @@ mod tests {
         let state = State::new(kind.unwrap());
         let route = Route::new(&pools, &state);
         pools[1].fail("127.0.0.1:2");
-        let stored = now(
-            &pools[0],
-            route.store(StoreCommand::Set, b"k", b"v", 0, Expiry::NEVER),
-        );
-        assert_eq!(stored.unwrap(), StoreOutcome::Stored);
+        set_k(&route);
         let stats = state.counters.snapshot();
         assert_eq!(
             (stats.repairs_recorded, stats.mirror_partial_writes),
@@ -815,7 +821,7 @@ mod tests {
         put(&pools[1], "k", "b");
         let added = now(
             &pools[0],
-            route.store(StoreCommand::Add, b"k", b"a", 0, Expiry::NEVER),
+            route.store(StoreCommand::Add, (b"k", b"a"), (0, Expiry::NEVER)),
         );
         assert_eq!(added.unwrap(), StoreOutcome::Stored);
         assert_eq!(pools[1].held("127.0.0.1:2", "k"), None);

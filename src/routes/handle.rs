@@ -103,15 +103,8 @@ macro_rules! router_handle {
 
             /// A storage command of `key` with `flags` and `expiry` (what `storage_method`
             /// calls).
-            $($async)? fn store_for(
-                &self,
-                cmd: $crate::proto::StoreCommand,
-                key: &[u8],
-                value: &[u8],
-                flags: u32,
-                expiry: $crate::Expiry,
-            ) -> $crate::Result<$crate::StoreOutcome> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().store(cmd, key, value, flags, expiry))
+            $($async)? fn store_for(&self, cmd: $crate::proto::StoreCommand, key: &[u8], value: &[u8], flags: u32, expiry: $crate::Expiry) -> $crate::Result<$crate::StoreOutcome> {
+                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().store(cmd, (key, value), (flags, expiry)))
             }
 
             $crate::core::api::storage_method!(
