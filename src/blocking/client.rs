@@ -7,7 +7,8 @@ use super::fan_out::fan_out;
 use super::pool::{Pool, Pooled};
 use super::prober;
 use crate::core::call::{Failed, after_failure};
-use crate::core::exchange::{Exchange, Retrieve};
+use crate::core::exchange::{Exchange, Retrieve, Single};
+use crate::core::ops::{self, Get};
 use crate::core::route::finish;
 use crate::core::settings::Builder;
 use crate::core::transport::{Transport, Work};
@@ -15,6 +16,7 @@ use crate::core::view::Member;
 use crate::core::{Core, outcome::*};
 use crate::error::Result;
 use crate::observe;
+use crate::proto::StoreCommand;
 use crate::servers::Server;
 use std::future::{Ready, ready};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -62,6 +64,38 @@ impl Client {
     crate::core::api::membership_methods!();
     crate::core::api::command_methods!();
     crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E], ready_now);
+
+    /// `get` on the hot path: the steps of [`ops::get`] without its future.
+    fn get_now(&self, key: &[u8]) -> Result<Option<Item>> {
+        match ops::get_begin(&self.core, key)? {
+            Get::Near(item) => Ok(Some(item)),
+            Get::Ask(r) => {
+                let keys = [&r.wire[..]];
+                let mut ex = Retrieve::new(&keys, false, None);
+                self.on(&r.member, &mut ex)?;
+                Ok(ops::get_end(&self.core, key, &r.member, &mut ex))
+            }
+        }
+    }
+
+    /// A storage command on the hot path: the steps of [`ops::store_for`] without its future.
+    fn store_now(
+        &self,
+        cmd: StoreCommand,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        expiry: crate::Expiry,
+    ) -> Result<StoreOutcome> {
+        let exptime = expiry.exptime_now();
+        let r = self.core.route(key, true)?;
+        let stored = self.core.keys.check_value(value).and_then(|()| {
+            let mut ex = Single::store(cmd, &r.wire, value, flags, exptime);
+            self.on(&r.member, &mut ex)
+        });
+        self.core.forget([key]);
+        stored
+    }
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
     /// check, else a new one; `new`: always a new one (the retry after a stale connection).

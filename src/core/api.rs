@@ -217,7 +217,9 @@ pub(crate) use value_methods;
 
 /// Expands, inside `impl Client`, the single-key, multi-write and server-wide commands: `()`
 /// for the blocking client, `(async await)` for the async one. Each body runs one flow of
-/// [`super::ops`] over the client (its [`Transport`](super::transport::Transport)).
+/// [`super::ops`] over the client (its [`Transport`](super::transport::Transport)); `get` and
+/// the storage commands, the blocking client's hot path, call its `get_now` and `store_now`
+/// instead (the same steps, without a future to poll).
 macro_rules! command_methods {
     ($($async:tt $await:tt)?) => {
         /// A storage command of `key` with `flags` and `expiry` (what [`storage_method`] calls).
@@ -229,13 +231,13 @@ macro_rules! command_methods {
             flags: u32,
             expiry: $crate::Expiry,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::store_for(self, cmd, key, value, flags, expiry))
+            $crate::core::transport::hot!($($await)?; self.store_now(cmd, key, value, flags, expiry); $crate::core::ops::store_for(self, cmd, key, value, flags, expiry))
         }
 
         /// `get`: the value, or `None` on a miss. Keys marked for the near cache are served
         /// from the process while their cached copy is fresh.
         pub $($async)? fn get(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get(self, key.as_ref()))
+            $crate::core::transport::hot!($($await)?; self.get_now(key.as_ref()); $crate::core::ops::get(self, key.as_ref()))
         }
 
         /// `gets`: the value with its CAS unique.

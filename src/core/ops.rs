@@ -2,12 +2,14 @@
 //! key, build the core's exchange, run it, and tell the core what was written. The methods of
 //! [`super::api`] call these (see [`super::transport`]).
 
+use super::Core;
 use super::exchange::Exchange;
 use super::exchange::{
     MetaOne, NoreplySets, Retrieve, Single, StatsExchange, WriteMany, delete_outcome, store_outcome,
 };
 use super::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 use super::route::Group;
+use super::route::Routed;
 use super::transport::Transport;
 use super::view::Member;
 use crate::Expiry;
@@ -43,20 +45,47 @@ pub(crate) async fn retrieve<T: Transport>(
     retrieve_on(t, &r.member, &mut Retrieve::new(&keys, cas, touch)).await
 }
 
-/// `get`: the near cache's copy while it is fresh, else the server's (kept in the near cache).
-pub(crate) async fn get<T: Transport>(t: &T, key: &[u8]) -> Result<Option<Item>> {
-    let core = t.core();
+/// Where a `get` goes: served from the near cache, or asked of the key's owner.
+pub(crate) enum Get<'k, P> {
+    Near(Item),
+    Ask(Routed<'k, P>),
+}
+
+/// The first step of `get`, before any I/O: counted as a read, then the near cache's fresh
+/// copy or the route to the owner.
+pub(crate) fn get_begin<'k, P>(core: &Core<P>, key: &'k [u8]) -> Result<Get<'k, P>> {
     core.note_key(key);
-    if let Some(item) = core.near_lookup(key) {
-        return Ok(Some(item));
+    match core.near_lookup(key) {
+        Some(item) => Ok(Get::Near(item)),
+        None => core.route(key, false).map(Get::Ask),
     }
-    let r = core.route(key, false)?;
-    let keys = [&r.wire[..]];
-    let found = retrieve_on(t, &r.member, &mut Retrieve::new(&keys, false, None)).await?;
+}
+
+/// The last step of `get`: the hit `ex` read from `m`, kept in the near cache.
+pub(crate) fn get_end<P>(
+    core: &Core<P>,
+    key: &[u8],
+    m: &Arc<Member<P>>,
+    ex: &mut Retrieve<'_>,
+) -> Option<Item> {
+    let found = core.single_hit(m, ex);
     if let Some(item) = &found {
         core.near_keep(key, item);
     }
-    Ok(found)
+    found
+}
+
+/// `get`: the near cache's copy while it is fresh, else the server's (kept in the near cache).
+/// (The blocking client runs the same steps without a future: its hot path.)
+pub(crate) async fn get<T: Transport>(t: &T, key: &[u8]) -> Result<Option<Item>> {
+    let r = match get_begin(t.core(), key)? {
+        Get::Near(item) => return Ok(Some(item)),
+        Get::Ask(r) => r,
+    };
+    let keys = [&r.wire[..]];
+    let mut ex = Retrieve::new(&keys, false, None);
+    t.on(&r.member, &mut ex).await?;
+    Ok(get_end(t.core(), key, &r.member, &mut ex))
 }
 
 /// One storage command of `wire` on `m`.
@@ -87,7 +116,9 @@ pub(crate) async fn store<T: Transport>(
     res
 }
 
-/// A storage command with flags and an expiry.
+/// A storage command with flags and an expiry. (The blocking client runs the same steps
+/// without a future: its hot path; so only the async client calls this.)
+#[cfg(feature = "async")]
 pub(crate) async fn store_for<T: Transport>(
     t: &T,
     cmd: StoreCommand,

@@ -127,6 +127,20 @@ macro_rules! drive {
 
 pub(crate) use drive;
 
+/// Runs a hot path in a generated method: `hot!(; now; flow)` is the blocking client's own
+/// direct call `now` (the flow's steps without a future), `hot!(await; now; flow)` the async
+/// client's `flow.await`.
+macro_rules! hot {
+    (; $now:expr; $flow:expr) => {
+        $now
+    };
+    ($await:tt; $now:expr; $flow:expr) => {
+        $flow.$await
+    };
+}
+
+pub(crate) use hot;
+
 #[cfg(test)]
 mod tests {
     use super::*;
