@@ -194,8 +194,7 @@ macro_rules! value_methods {
             value: &T,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let codec = (&self.core.settings.transcoder).into();
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_value(self, codec, key.as_ref(), value, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_value(self, (&self.core.settings.transcoder).into(), key.as_ref(), value, expiry.into()))
         }
 
         /// `set_value` with `codec`.

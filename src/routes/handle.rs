@@ -32,7 +32,7 @@ macro_rules! router_handle {
                 $crate::routes::flow::Route::new(&self.pools, &self.state)
             }
 
-            fn with(first: $client, second: $client, kind: $crate::routes::Kind) -> Router {
+            fn with(kind: $crate::routes::Kind, first: $client, second: $client) -> Router {
                 Router {
                     pools: [first, second],
                     state: std::sync::Arc::new($crate::routes::State::new(kind)),
@@ -43,14 +43,13 @@ macro_rules! router_handle {
             /// (with `add`, expiring at `backfill`); write both. For a cluster, ring flavour
             /// or hash change without a miss storm.
             pub fn warm_up(new: $client, old: $client, backfill: impl Into<$crate::Expiry>) -> Router {
-                let backfill = backfill.into();
-                Router::with(new, old, $crate::routes::Kind::WarmUp { backfill })
+                Router::with($crate::routes::Kind::WarmUp { backfill: backfill.into() }, new, old)
             }
 
             /// A warm-up for the window of `migration`, then `new` alone (see
             /// [`Migration`]($crate::routes::Migration)).
             pub fn migrate(new: $client, old: $client, migration: $crate::routes::Migration) -> Router {
-                Router::with(new, old, $crate::routes::Kind::Migrate(migration))
+                Router::with($crate::routes::Kind::Migrate(migration), new, old)
             }
 
             /// `main`'s keys served from `gutter` while their server fails, stored there for
@@ -58,14 +57,14 @@ macro_rules! router_handle {
             /// onto its neighbours is what a gutter avoids): [`Error::Config`]($crate::Error::Config)
             /// otherwise, and for a `ttl` under a second or over 30 days.
             pub fn gutter(main: $client, gutter: $client, ttl: std::time::Duration) -> $crate::Result<Router> {
-                Ok(Router::with(main.clone(), gutter, $crate::routes::flow::gutter_kind(main.core.policy.auto_eject, ttl)?))
+                Ok(Router::with($crate::routes::flow::gutter_kind(main.core.policy.auto_eject, ttl)?, main, gutter))
             }
 
             /// Every key in both `a` and `b`, read as `policy` says. Two pools that share a
             /// server would hold one copy where the route counts two:
             /// [`Error::Config`]($crate::Error::Config).
             pub fn mirror(a: $client, b: $client, policy: $crate::routes::ReadPolicy) -> $crate::Result<Router> {
-                Ok(Router::with(a.clone(), b.clone(), $crate::routes::flow::mirror_kind(&a.ring(), &b.ring(), policy)?))
+                Ok(Router::with($crate::routes::flow::mirror_kind(&a.ring(), &b.ring(), policy)?, a, b))
             }
 
             /// The route's counters so far.
