@@ -7,7 +7,8 @@ use super::prober;
 use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve, Single};
 use crate::core::failure::call::{Call, Failed, after_failure};
-use crate::core::route::{Group, finish};
+use crate::core::route::finish;
+use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::error::{Error, Result};
 use crate::observe;
@@ -16,6 +17,7 @@ use crate::servers::Server;
 use crate::settings::Builder;
 use futures_util::future::{Either, join_all, select};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) type Shared = Core<Pool>;
 /// One configured server of this client: its pool, health and rejoin log.
@@ -76,6 +78,9 @@ impl Builder<Client> {
     }
 }
 
+/// An exchange back with its outcome.
+type Done<E> = (E, Result<<E as Exchange>::Output>);
+
 /// A connection leased for one exchange: from the pool (given back to it when the exchange is
 /// over, see [`Pool::give_back`]), or made for the one retry after a stale connection (and
 /// offered to the pool).
@@ -129,21 +134,9 @@ impl Client {
     crate::core::api::command_methods!(async await);
     crate::core::api::stampede_methods!(
         [F: FnOnce() -> Fut, Fut: std::future::Future<Output = std::result::Result<V, E>>, V, E],
+        as_is,
         async await
     );
-
-    /// See `Core::written_elsewhere` (routes between pools).
-    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
-        if self.core.written_elsewhere(key)? {
-            prober::start(&self.core, &self.runtime);
-        }
-        Ok(())
-    }
-
-    /// The wait between two reads of a key another caller is recomputing.
-    async fn pause(&self, pause: std::time::Duration) {
-        tokio::time::sleep(pause).await;
-    }
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes
     /// [`AsyncConn::idle_check`] (one that fails it is dropped and the next taken, without
@@ -342,36 +335,46 @@ impl Client {
         finish(out)
     }
 
-    /// For each group, `make(group)`'s exchange with its server, all concurrently, and
-    /// `results(exchange, outcome, group)` in group order.
-    async fn each_group<'g, 'k: 'g, E: Exchange + Send, T>(
-        &self,
-        groups: &'g [Group<'k, Pool>],
-        make: impl Fn(&'g Group<'k, Pool>) -> E,
-        results: impl Fn(E, Result<E::Output>, &Group<'k, Pool>) -> Vec<Result<T>>,
-    ) -> Vec<Vec<Result<T>>>
-    where
-        E::Output: Send,
-    {
-        let (make, results) = (&make, &results);
-        let runs = groups.iter().map(|g| async move {
-            let mut ex = make(g);
-            let r = self.on(&g.member, &mut ex).await;
-            results(ex, r, g)
+    /// Each exchange with its server, all concurrently; the exchanges back with their
+    /// outcomes, in the order given.
+    async fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Vec<Done<E>> {
+        let runs = work.into_iter().map(|(m, mut ex)| async move {
+            let r = self.on(&m, &mut ex).await;
+            (ex, r)
         });
         join_all(runs).await
     }
+}
 
-    /// `make()`'s exchange on every server, concurrently; results in server order.
-    async fn on_all<E: Exchange + Send>(
-        &self,
-        make: impl Fn() -> E,
-    ) -> Vec<(Server, Result<E::Output>)> {
-        let view = self.core.view();
-        let runs = view.members.iter().map(|m| {
-            let mut ex = make();
-            async move { (m.server.clone(), self.on(m, &mut ex).await) }
-        });
-        join_all(runs).await
+/// The async client's I/O for the flows written once for both clients (see
+/// [`crate::core::transport`]): its own futures.
+impl Transport for Client {
+    type Pool = Pool;
+
+    fn core(&self) -> &Shared {
+        &self.core
+    }
+
+    fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        if self.core.written_elsewhere(key)? {
+            prober::start(&self.core, &self.runtime);
+        }
+        Ok(())
+    }
+
+    async fn pause(&self, pause: Duration) {
+        tokio::time::sleep(pause).await;
+    }
+
+    async fn on<E: Work>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Result<E::Output> {
+        Client::on(self, m, ex).await
+    }
+
+    async fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Vec<Done<E>> {
+        Client::on_each(self, work).await
+    }
+
+    async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        Client::get_multi(self, keys).await
     }
 }

@@ -6,17 +6,21 @@ use super::fan_out::fan_out;
 use super::pool::{Pool, Pooled};
 use super::prober;
 use crate::core::Core;
-use crate::core::exchange::{Exchange, Retrieve};
+use crate::core::exchange::{Exchange, Retrieve, Single};
 use crate::core::failure::call::{Failed, after_failure};
-use crate::core::route::{Group, finish};
+use crate::core::ops::{self, Get};
+use crate::core::route::finish;
+use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::error::Result;
 use crate::observe;
 use crate::outcome::*;
+use crate::proto::StoreCommand;
 use crate::servers::Server;
 use crate::settings::Builder;
-use std::sync::Arc;
-use std::time::Instant;
+use std::future::{Ready, ready};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 pub(crate) type Shared = Core<Pool>;
 /// One configured server of this client: its pool, health and rejoin log.
@@ -59,19 +63,38 @@ impl Builder<Client> {
 impl Client {
     crate::core::api::membership_methods!();
     crate::core::api::command_methods!();
-    crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E]);
+    crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E], ready_now);
 
-    /// See `Core::written_elsewhere` (routes between pools).
-    pub(crate) fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
-        if self.core.written_elsewhere(key)? {
-            prober::start(&self.core);
+    /// `get` on the hot path: the steps of [`ops::get`] without its future.
+    fn get_now(&self, key: &[u8]) -> Result<Option<Item>> {
+        match ops::get_begin(&self.core, key)? {
+            Get::Near(item) => Ok(Some(item)),
+            Get::Ask(r) => {
+                let keys = [&r.wire[..]];
+                let mut ex = Retrieve::new(&keys, false, None);
+                self.on(&r.member, &mut ex)?;
+                Ok(ops::get_end(&self.core, key, &r.member, &mut ex))
+            }
         }
-        Ok(())
     }
 
-    /// The wait between two reads of a key another caller is recomputing.
-    fn pause(&self, pause: std::time::Duration) {
-        std::thread::sleep(pause);
+    /// A storage command on the hot path: the steps of [`ops::store_for`] without its future.
+    fn store_now(
+        &self,
+        cmd: StoreCommand,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        expiry: crate::Expiry,
+    ) -> Result<StoreOutcome> {
+        let exptime = expiry.exptime_now();
+        let r = self.core.route(key, true)?;
+        let stored = self.core.keys.check_value(value).and_then(|()| {
+            let mut ex = Single::store(cmd, &r.wire, value, flags, exptime);
+            self.on(&r.member, &mut ex)
+        });
+        self.core.forget([key]);
+        stored
     }
 
     /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
@@ -195,32 +218,60 @@ impl Client {
         }
     }
 
-    /// For each group, `make(group)`'s exchange with its server, servers in parallel (at most
-    /// [`fan_out`]'s threads), and `results(exchange, outcome, group)` in group order.
-    fn each_group<'g, 'k: 'g, E: Exchange, T: Send>(
-        &self,
-        groups: &'g [Group<'k, Pool>],
-        make: impl Fn(&'g Group<'k, Pool>) -> E + Sync,
-        results: impl Fn(E, Result<E::Output>, &Group<'k, Pool>) -> Vec<Result<T>> + Sync,
-    ) -> Vec<Vec<Result<T>>> {
-        fan_out(groups, |g| {
-            let mut ex = make(g);
-            let r = self.on(&g.member, &mut ex);
-            results(ex, r, g)
-        })
-    }
-
-    /// `make()`'s exchange on every server, in parallel; results in server order.
-    fn on_all<E: Exchange>(&self, make: impl Fn() -> E + Sync) -> Vec<(Server, Result<E::Output>)>
-    where
-        E::Output: Send,
-    {
-        let view = self.core.view();
-        let results = fan_out(&view.members, |m| self.on(m, &mut make()));
-        view.members
-            .iter()
-            .map(|m| m.server.clone())
-            .zip(results)
-            .collect()
+    /// Each exchange with its server, servers in parallel (at most [`fan_out`]'s threads);
+    /// the exchanges back with their outcomes, in the order given.
+    fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Vec<Done<E>> {
+        // each job takes its exchange out of its cell, runs it, and gives it back
+        let cells: Vec<_> = work
+            .into_iter()
+            .map(|(m, ex)| (m, Mutex::new(ex)))
+            .collect();
+        let outcomes = fan_out(&cells, |(m, ex)| {
+            let mut ex = ex.lock().unwrap_or_else(PoisonError::into_inner);
+            self.on(m, &mut *ex)
+        });
+        let exs = cells
+            .into_iter()
+            .map(|(_, ex)| ex.into_inner().unwrap_or_else(PoisonError::into_inner));
+        exs.zip(outcomes).collect()
     }
 }
+
+/// The blocking client's I/O for the flows written once for both clients: each call does its
+/// work in the caller's thread and returns its outcome ready (see [`crate::core::transport`]).
+/// The return types say so: `Ready`, where the trait asks for any `Send` future.
+#[allow(refining_impl_trait)]
+impl Transport for Client {
+    type Pool = Pool;
+
+    fn core(&self) -> &Shared {
+        &self.core
+    }
+
+    fn on<E: Work>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Ready<Result<E::Output>> {
+        ready(Client::on(self, m, ex))
+    }
+
+    fn on_each<E: Work>(&self, work: Vec<(Arc<ServerOf>, E)>) -> Ready<Vec<Done<E>>> {
+        ready(Client::on_each(self, work))
+    }
+
+    fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
+        ready(Client::get_multi(self, keys))
+    }
+
+    fn pause(&self, pause: Duration) -> Ready<()> {
+        std::thread::sleep(pause);
+        ready(())
+    }
+
+    fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        if self.core.written_elsewhere(key)? {
+            prober::start(&self.core);
+        }
+        Ok(())
+    }
+}
+
+/// An exchange back with its outcome.
+type Done<E> = (E, Result<<E as Exchange>::Output>);

@@ -1,7 +1,13 @@
 //! The public methods both clients have word for word, defined once and expanded into each
 //! client's `impl`: builder, rings, membership, watchers and near-cache counters (no I/O), and
-//! the single-key and server-wide commands, whose bodies only call the client's own I/O
-//! helpers — the blocking client's plainly, the async client's with `.await`.
+//! the commands. Each body is one call into ordinary code: the core, the client's own I/O
+//! helpers, or a flow written once for both clients over their
+//! [`Transport`](super::transport::Transport) ([`super::ops`], [`super::leased`],
+//! [`super::replicated`]), run with [`drive!`](super::transport::drive): the blocking client
+//! polls it once ([`now`](super::transport::now)), the async client `.await`s it.
+//!
+//! The contract the macros rely on is that trait: the client implements `Transport` and has a
+//! `core: Arc<Core<_>>` field.
 
 /// Expands, inside `impl Client`, the client methods that are the same for both clients. The
 /// client must have a `core: Arc<Core<_>>` field.
@@ -78,8 +84,7 @@ macro_rules! membership_methods {
             path: impl Into<std::path::PathBuf>,
             interval: std::time::Duration,
         ) -> $crate::watch::Watcher {
-            let core = self.core.clone();
-            $crate::watch::server_file(move |list| core.set_servers(list), path.into(), interval)
+            $crate::core::ops::watch_server_file(&self.core, path.into(), interval)
         }
 
         /// Resolve `name` every `interval` (on a thread of its own); its A/AAAA addresses,
@@ -92,17 +97,16 @@ macro_rules! membership_methods {
             weight: u32,
             interval: std::time::Duration,
         ) -> $crate::watch::Watcher {
-            let core = self.core.clone();
-            let apply = move |list| core.set_servers(list);
-            $crate::watch::dns(apply, name, (port, weight), interval)
+            $crate::core::ops::watch_dns(&self.core, name, (port, weight), interval)
         }
     };
 }
 
 pub(crate) use membership_methods;
 
-/// One storage command (`set`, `add`, `replace`) in two forms, for [`command_methods`]: with
-/// flags 0, and `_raw` with the flags given (the escape hatch under the codecs).
+/// One storage command (`set`, `add`, `replace`) in two forms, for [`command_methods`] and the
+/// router: with flags 0, and `_raw` with the flags given (the escape hatch under the codecs).
+/// Both call the type's own `store_for(cmd, key, value, flags, expiry)`.
 macro_rules! storage_method {
     ($(#[$doc:meta])* $name:ident, $raw:ident, $cmd:ident, [$($async:tt $await:tt)?]) => {
         $(#[$doc])*
@@ -123,9 +127,7 @@ macro_rules! storage_method {
             flags: u32,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            let meta = (flags, expiry.into().exptime_now());
-            self.store($crate::proto::StoreCommand::$cmd, k, v, meta)$(.$await)?
+            self.store_for($crate::proto::StoreCommand::$cmd, key.as_ref(), value.as_ref(), flags, expiry.into())$(.$await)?
         }
     };
 }
@@ -146,7 +148,7 @@ macro_rules! value_methods {
             &self,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<$crate::value::Value>> {
-            self.get_value_with(&self.core.settings.transcoder, key)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_value(self, (&self.core.settings.transcoder).into(), key.as_ref()))
         }
 
         /// `get`, decoded by `codec`.
@@ -157,9 +159,7 @@ macro_rules! value_methods {
             codec: impl Into<$crate::value::Transcoder>,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<$crate::value::Value>> {
-            let key = key.as_ref();
-            let item = self.get(key)$(.$await)??;
-            item.map(|item| self.core.decode_item(&codec.into(), key, &item)).transpose()
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_value(self, codec.into(), key.as_ref()))
         }
 
         /// `get`, decoded by the client's codec and converted to `T` (`get_as::<i64>(key)`);
@@ -170,7 +170,7 @@ macro_rules! value_methods {
             &self,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<T>> {
-            self.get_as_with(&self.core.settings.transcoder, key)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_as(self, (&self.core.settings.transcoder).into(), key.as_ref()))
         }
 
         /// `get_as` with `codec`.
@@ -181,9 +181,7 @@ macro_rules! value_methods {
             codec: impl Into<$crate::value::Transcoder>,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<T>> {
-            let key = key.as_ref();
-            let value = self.get_value_with(codec, key)$(.$await)??;
-            value.map(|v| $crate::core::typed_as(key, v)).transpose()
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_as(self, codec.into(), key.as_ref()))
         }
 
         /// `set` of `value` stored as the client's codec's peer stores a value of its type
@@ -196,7 +194,7 @@ macro_rules! value_methods {
             value: &T,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            self.set_value_with(&self.core.settings.transcoder, key, value, expiry)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_value(self, (&self.core.settings.transcoder).into(), key.as_ref(), value, expiry.into()))
         }
 
         /// `set_value` with `codec`.
@@ -209,9 +207,7 @@ macro_rules! value_methods {
             value: &T,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let key = key.as_ref();
-            let stored = self.core.encode_value(&codec.into(), key, value)?;
-            self.set_raw(key, stored.bytes, stored.flags, expiry)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_value(self, codec.into(), key.as_ref(), value, expiry.into()))
         }
     };
 }
@@ -219,96 +215,33 @@ macro_rules! value_methods {
 pub(crate) use value_methods;
 
 /// Expands, inside `impl Client`, the single-key, multi-write and server-wide commands: `()`
-/// for the blocking client, `(async await)` for the async one. The client provides the helpers
-/// they call, with these names and arguments: `retrieve`, `store`, `delete_on`, `arith`, `on`,
-/// `on_all`, `each_group` (servers in parallel: threads, or concurrent futures).
+/// for the blocking client, `(async await)` for the async one. Each body runs one flow of
+/// [`super::ops`] over the client (its [`Transport`](super::transport::Transport)); `get` and
+/// the storage commands, the blocking client's hot path, call its `get_now` and `store_now`
+/// instead (the same steps, without a future to poll).
 macro_rules! command_methods {
     ($($async:tt $await:tt)?) => {
-        /// The retrieval `ex` (of one key) on `m`.
-        pub(crate) $($async)? fn retrieve_on(
-            &self,
-            m: &std::sync::Arc<$crate::core::view::Member<Pool>>,
-            ex: &mut $crate::core::exchange::Retrieve<'_>,
-        ) -> $crate::Result<Option<$crate::Item>> {
-            self.on(m, ex)$(.$await)??;
-            Ok(self.core.single_hit(m, ex))
-        }
-
-        $($async)? fn retrieve(
-            &self,
-            key: &[u8],
-            cas: bool,
-            touch: Option<u32>,
-        ) -> $crate::Result<Option<$crate::Item>> {
-            let r = self.core.route(key, false)?;
-            let keys = [&r.wire[..]];
-            let mut ex = $crate::core::exchange::Retrieve::new(&keys, cas, touch);
-            self.retrieve_on(&r.member, &mut ex)$(.$await)?
-        }
-
-        /// One storage command of `wire` on `m`.
-        pub(crate) $($async)? fn store_on(
-            &self,
-            m: &std::sync::Arc<$crate::core::view::Member<Pool>>,
-            cmd: $crate::proto::StoreCommand,
-            wire: &[u8],
-            value: &[u8],
-            (flags, exptime): (u32, u32),
-        ) -> $crate::Result<$crate::StoreOutcome> {
-            self.core.keys.check_value(value)?;
-            let mut ex = $crate::core::exchange::Single::store(cmd, wire, value, flags, exptime);
-            self.on(m, &mut ex)$(.$await)?
-        }
-
-        pub(crate) $($async)? fn store(
+        /// A storage command of `key` with `flags` and `expiry` (what [`storage_method`] calls).
+        $($async)? fn store_for(
             &self,
             cmd: $crate::proto::StoreCommand,
             key: &[u8],
             value: &[u8],
-            meta: (u32, u32),
+            flags: u32,
+            expiry: $crate::Expiry,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let r = self.core.route(key, true)?;
-            let res = self.store_on(&r.member, cmd, &r.wire, value, meta)$(.$await)?;
-            self.core.forget([key]);
-            res
-        }
-
-        /// `delete` of `wire` on `m`.
-        pub(crate) $($async)? fn delete_on(
-            &self,
-            m: &std::sync::Arc<$crate::core::view::Member<Pool>>,
-            wire: &[u8],
-        ) -> $crate::Result<$crate::DeleteOutcome> {
-            self.on(m, &mut $crate::core::exchange::Single::delete(wire))$(.$await)?
-        }
-
-        pub(crate) $($async)? fn arith(&self, incr: bool, key: &[u8], delta: u64) -> $crate::Result<Option<u64>> {
-            let r = self.core.route(key, true)?;
-            let mut ex = $crate::core::exchange::Single::arith(incr, &r.wire, delta);
-            let res = self.on(&r.member, &mut ex)$(.$await)?;
-            self.core.forget([key]);
-            res
+            $crate::core::transport::hot!($($await)?; self.store_now(cmd, key, value, flags, expiry); $crate::core::ops::store_for(self, cmd, key, value, flags, expiry))
         }
 
         /// `get`: the value, or `None` on a miss. Keys marked for the near cache are served
         /// from the process while their cached copy is fresh.
         pub $($async)? fn get(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
-            let key = key.as_ref();
-            self.core.note_key(key);
-            if let Some(item) = self.core.near_lookup(key) {
-                return Ok(Some(item));
-            }
-            let found = self.retrieve(key, false, None)$(.$await)??;
-            if let Some(item) = &found {
-                self.core.near_keep(key, item);
-            }
-            Ok(found)
+            $crate::core::transport::hot!($($await)?; self.get_now(key.as_ref()); $crate::core::ops::get(self, key.as_ref()))
         }
 
         /// `gets`: the value with its CAS unique.
         pub $($async)? fn gets(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
-            self.core.note_key(key.as_ref());
-            self.retrieve(key.as_ref(), true, None)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::retrieve(self, key.as_ref(), true, None))
         }
 
         /// `gat`: get and set a new expiry.
@@ -317,9 +250,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
-            let exptime = expiry.into().exptime_now();
-            self.core.note_key(key.as_ref());
-            self.retrieve(key.as_ref(), false, Some(exptime))$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::retrieve(self, key.as_ref(), false, Some(expiry.into().exptime_now())))
         }
 
         /// `gats`: get with CAS unique and set a new expiry.
@@ -328,9 +259,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
-            let exptime = expiry.into().exptime_now();
-            self.core.note_key(key.as_ref());
-            self.retrieve(key.as_ref(), true, Some(exptime))$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::retrieve(self, key.as_ref(), true, Some(expiry.into().exptime_now())))
         }
 
         $crate::core::api::value_methods!($($async $await)?);
@@ -354,8 +283,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             value: impl AsRef<[u8]>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::Append, k, v, (0, 0))$(.$await)?
+            self.store_for($crate::proto::StoreCommand::Append, key.as_ref(), value.as_ref(), 0, $crate::Expiry::NEVER)$(.$await)?
         }
 
         /// `prepend` to an existing value (`NotStored` if absent).
@@ -364,8 +292,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             value: impl AsRef<[u8]>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            self.store($crate::proto::StoreCommand::Prepend, k, v, (0, 0))$(.$await)?
+            self.store_for($crate::proto::StoreCommand::Prepend, key.as_ref(), value.as_ref(), 0, $crate::Expiry::NEVER)$(.$await)?
         }
 
         /// `cas`: store only if the item's CAS unique is still `cas` (`Exists` if it changed,
@@ -389,28 +316,22 @@ macro_rules! command_methods {
             expiry: impl Into<$crate::Expiry>,
             cas: u64,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            let (k, v) = (key.as_ref(), value.as_ref());
-            let meta = (flags, expiry.into().exptime_now());
-            self.store($crate::proto::StoreCommand::Cas(cas), k, v, meta)$(.$await)?
+            self.store_for($crate::proto::StoreCommand::Cas(cas), key.as_ref(), value.as_ref(), flags, expiry.into())$(.$await)?
         }
 
         /// `delete`.
         pub $($async)? fn delete(&self, key: impl AsRef<[u8]>) -> $crate::Result<$crate::DeleteOutcome> {
-            let key = key.as_ref();
-            let r = self.core.route(key, true)?;
-            let res = self.delete_on(&r.member, &r.wire)$(.$await)?;
-            self.core.forget([key]);
-            res
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::delete(self, key.as_ref()))
         }
 
         /// `incr`: the new value, or `None` if the key does not exist.
         pub $($async)? fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> $crate::Result<Option<u64>> {
-            self.arith(true, key.as_ref(), delta)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::arith(self, true, key.as_ref(), delta))
         }
 
         /// `decr` (memcached stops at 0): the new value, or `None` if the key does not exist.
         pub $($async)? fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> $crate::Result<Option<u64>> {
-            self.arith(false, key.as_ref(), delta)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::arith(self, false, key.as_ref(), delta))
         }
 
         /// `touch`: set a new expiry.
@@ -419,14 +340,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::TouchOutcome> {
-            self.touch_exptime(key.as_ref(), expiry.into().exptime_now())$(.$await)?
-        }
-
-        /// `touch` with `exptime` as sent.
-        pub(crate) $($async)? fn touch_exptime(&self, key: &[u8], exptime: u32) -> $crate::Result<$crate::TouchOutcome> {
-            let r = self.core.route(key, true)?;
-            let mut ex = $crate::core::exchange::Single::touch(&r.wire, exptime);
-            self.on(&r.member, &mut ex)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::touch(self, key.as_ref(), expiry.into().exptime_now()))
         }
 
         /// Set many items: pipelined per server, servers in parallel. Results in input order.
@@ -437,13 +351,7 @@ macro_rules! command_methods {
             flags: u32,
             expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
-            use $crate::core::exchange::{WriteMany, store_outcome};
-            let batch = self.core.set_batch(items, (flags, expiry.into().exptime_now()));
-            let sets = |g| WriteMany::new("set_multi", batch.sets(g, false), store_outcome);
-            let results = self
-                .each_group(&batch.groups, sets, |ex, r, _| ex.results(r.err().as_ref()))
-                $(.$await)?;
-            batch.finish_writes(&self.core, results)
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_multi(self, items, flags, expiry.into()))
         }
 
         /// Delete many keys: pipelined per server, servers in parallel. Results in input order.
@@ -452,13 +360,7 @@ macro_rules! command_methods {
             &self,
             keys: &[K],
         ) -> Vec<$crate::Result<$crate::DeleteOutcome>> {
-            use $crate::core::exchange::{WriteMany, delete_outcome};
-            let batch = self.core.delete_batch(keys);
-            let deletes = |g| WriteMany::new("delete_multi", batch.deletes(g), delete_outcome);
-            let results = self
-                .each_group(&batch.groups, deletes, |ex, r, _| ex.results(r.err().as_ref()))
-                $(.$await)?;
-            batch.finish_writes(&self.core, results)
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::delete_multi(self, keys))
         }
 
         /// Set many items with `noreply`, then one `version` per server to learn that the
@@ -477,29 +379,22 @@ macro_rules! command_methods {
             flags: u32,
             expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<()>> {
-            use $crate::core::exchange::NoreplySets;
-            let batch = self.core.set_batch(items, (flags, expiry.into().exptime_now()));
-            let sets = |g| NoreplySets::new(batch.sets(g, true));
-            let results = self
-                .each_group(&batch.groups, sets, |_, r, g| vec![r; g.idx.len()])
-                $(.$await)?;
-            batch.finish_writes(&self.core, results)
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_multi_noreply(self, items, flags, expiry.into()))
         }
 
         /// `version` of every server, in server order.
         pub $($async)? fn version(&self) -> Vec<($crate::Server, $crate::Result<String>)> {
-            self.on_all($crate::core::exchange::Single::version)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::on_all(self, $crate::core::exchange::Single::version))
         }
 
         /// `flush_all [delay]` on every server (and the near cache emptied).
         pub $($async)? fn flush_all(&self, delay: Option<u32>) -> Vec<($crate::Server, $crate::Result<()>)> {
-            self.core.near_clear();
-            self.on_all(|| $crate::core::exchange::Single::flush_all(delay))$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::flush_all(self, delay))
         }
 
         /// `verbosity level` on every server.
         pub $($async)? fn verbosity(&self, level: u32) -> Vec<($crate::Server, $crate::Result<()>)> {
-            self.on_all(|| $crate::core::exchange::Single::verbosity(level))$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::on_all(self, || $crate::core::exchange::Single::verbosity(level)))
         }
 
         /// `stats [group]` of every server, as `(name, value)` pairs. The whole reply must
@@ -507,12 +402,7 @@ macro_rules! command_methods {
         /// [`STATS_MAX_LINES`]($crate::STATS_MAX_LINES) lines and
         /// [`STATS_MAX_BYTES`]($crate::STATS_MAX_BYTES) bytes.
         pub $($async)? fn stats(&self, group: Option<&str>) -> Vec<($crate::Server, $crate::Result<$crate::Stats>)> {
-            use $crate::core::exchange::StatsExchange;
-            if let Err(e) = StatsExchange::check_group(group) {
-                let servers = self.core.ring().servers().to_vec();
-                return servers.into_iter().map(|s| (s, Err(e.clone()))).collect();
-            }
-            self.on_all(|| StatsExchange::new(group))$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::stats(self, group))
         }
     };
 }
@@ -521,10 +411,11 @@ pub(crate) use command_methods;
 
 /// Expands, inside `impl Client`, stampede protection: `get_or_compute` and `invalidate`.
 /// `[$($gen)*]`: the generics of `get_or_compute`'s recompute function `F` returning
-/// `Result<V, E>` (directly, or through a future for the async client). The client provides
-/// `on` and `pause(duration)`.
+/// `Result<V, E>` (directly, or through a future for the async client); `$recompute`: what
+/// turns it into the function of a future that the lease loop ([`super::leased`]) takes
+/// (`ready_now` for the blocking client, `as_is` for the async one).
 macro_rules! stampede_methods {
-    ([$($gen:tt)*] $(, $async:tt $await:tt)?) => {
+    ([$($gen:tt)*], $recompute:ident $(, $async:tt $await:tt)?) => {
         /// The value of `key`, recomputed by `recompute` and stored for `expiry` when it is
         /// missing — by exactly one caller across every process and host (memcached's lease,
         /// `mg … N`). The callers that did not win wait for the winner's value up to
@@ -550,8 +441,7 @@ macro_rules! stampede_methods {
             V: AsRef<[u8]>,
             E: Into<Box<dyn std::error::Error + Send + Sync>>,
         {
-            let store = |v: V| Ok((v.as_ref().to_vec(), 0));
-            self.leased(key.as_ref(), expiry.into(), recompute, store)$(.$await)?
+            $crate::core::transport::drive!($($await)?; self; $crate::core::leased::get_or_compute(self, key.as_ref(), expiry.into(), $crate::core::leased::$recompute(recompute)))
         }
 
         /// [`get_or_compute`](Self::get_or_compute) of a typed value: stored as the client's
@@ -569,81 +459,7 @@ macro_rules! stampede_methods {
             V: $crate::value::ToValue + $crate::value::FromValue,
             E: Into<Box<dyn std::error::Error + Send + Sync>>,
         {
-            let (key, codec) = (key.as_ref(), &self.core.settings.transcoder);
-            let store = |v: V| {
-                let stored = self.core.encode_value(codec, key, &v)?;
-                Ok((stored.bytes, stored.flags))
-            };
-            let item = self.leased(key, expiry.into(), recompute, store)$(.$await)??;
-            let value = self.core.decode_item(codec, key, &item)?;
-            $crate::core::typed_as(key, value)
-        }
-
-        /// The lease loop of `get_or_compute`: `store` turns the recomputed value into the
-        /// bytes and flags stored.
-        $($async)? fn leased<$($gen)*>(
-            &self,
-            key: &[u8],
-            expiry: $crate::Expiry,
-            recompute: F,
-            store: impl FnOnce(V) -> $crate::Result<(Vec<u8>, u32)>,
-        ) -> $crate::Result<$crate::Item>
-        where
-            E: Into<Box<dyn std::error::Error + Send + Sync>>,
-        {
-            use $crate::core::exchange::{Lookup, MetaOne};
-            self.core.note_key(key);
-            let exptime = expiry.exptime_now();
-            let st = &self.core.settings.stampede;
-            let r = self.core.route(key, true)?;
-            let mut recompute = Some(recompute);
-            let mut waiting = None;
-            loop {
-                let mut ex = MetaOne::lookup(&r.wire, st.lease_secs(), st.early_recache_secs());
-                let (cas, current) = match self.on(&r.member, &mut ex)$(.$await)?? {
-                    Lookup::Fresh(item) | Lookup::Pending { stale: Some(item) } => return Ok(item),
-                    Lookup::Won { cas, current } => (cas, current),
-                    Lookup::Pending { stale: None } => {
-                        match waiting.get_or_insert_with(|| st.waiting()).next_pause() {
-                            Ok(pause) => self.pause(pause)$(.$await)?,
-                            Err(waited) => {
-                                return Err($crate::Error::LeaseBusy {
-                                    server: r.member.server.addr.clone(),
-                                    key: String::from_utf8_lossy(key).into_owned(),
-                                    waited,
-                                });
-                            }
-                        }
-                        continue;
-                    }
-                };
-                // a caller wins once: it returns below
-                let Some(recompute) = recompute.take() else {
-                    return Err($crate::Error::protocol(&r.member.server.addr, "a second lease won by one caller"));
-                };
-                let stored = match recompute()$(.$await)? {
-                    Ok(value) => store(value),
-                    Err(e) => Err($crate::Error::Recompute {
-                        key: String::from_utf8_lossy(key).into_owned(),
-                        source: std::sync::Arc::from(e.into()),
-                    }),
-                };
-                let (value, flags) = match stored.and_then(|s| self.core.keys.check_value(&s.0).map(|()| s)) {
-                    Ok(stored) => stored,
-                    Err(e) => {
-                        if current.is_none() {
-                            // best effort: a placeholder left behind only delays the next
-                            // caller until the lease ends
-                            let _ = self.on(&r.member, &mut MetaOne::release(&r.wire, cas))$(.$await)?;
-                        }
-                        return Err(e);
-                    }
-                };
-                let mut ex = MetaOne::store_leased(&r.wire, &value, (flags, exptime), cas);
-                self.on(&r.member, &mut ex)$(.$await)??;
-                self.core.forget([key]);
-                return Ok($crate::Item::new(value, flags, None));
-            }
+            $crate::core::transport::drive!($($await)?; self; $crate::core::leased::get_or_compute_as(self, key.as_ref(), expiry.into(), $crate::core::leased::$recompute(recompute)))
         }
 
         /// Mark `key`'s value stale instead of deleting it (memcached `md … I`): the next
@@ -652,13 +468,7 @@ macro_rules! stampede_methods {
         /// Plain `get`s keep returning the stale value until it is replaced. `NotFound`: there
         /// was no value. Needs memcached 1.6 or later.
         pub $($async)? fn invalidate(&self, key: impl AsRef<[u8]>) -> $crate::Result<$crate::DeleteOutcome> {
-            let key = key.as_ref();
-            let r = self.core.route(key, true)?;
-            let lease = self.core.settings.stampede.lease_secs();
-            let mut ex = $crate::core::exchange::MetaOne::invalidate(&r.wire, lease);
-            let res = self.on(&r.member, &mut ex)$(.$await)?;
-            self.core.forget([key]);
-            res
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::invalidate(self, key.as_ref()))
         }
     };
 }
@@ -666,10 +476,8 @@ macro_rules! stampede_methods {
 pub(crate) use stampede_methods;
 
 /// Expands, in a client's module, its `Replicated` handle: the struct over `$client` and
-/// `$pool`, its `Debug`, `Client::replicated`, and its methods over the client's `store_on`,
-/// `retrieve_on` and `delete_on` (`async await` for the async client). Copies are written one
-/// after another: two or three round trips, and the first failure is never hidden by a
-/// concurrent success.
+/// `$pool`, its `Debug`, `Client::replicated`, and its methods, each one flow of
+/// [`super::replicated`] (`async await` for the async client).
 macro_rules! replicated_handle {
     ($client:ty, $pool:ty $(, $async:tt $await:tt)?) => {
         /// `n` copies of one key on distinct servers: read one at random, write all. Made by
@@ -713,47 +521,18 @@ macro_rules! replicated_handle {
                 flags: u32,
                 expiry: impl Into<$crate::Expiry>,
             ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
-                use $crate::proto::StoreCommand;
-                if let Err(e) = self.copies.check() {
-                    return vec![Err(e)];
-                }
-                let mut out = Vec::with_capacity(self.copies.copies.len());
-                let exptime = expiry.into().exptime_now();
-                for (m, wire) in &self.copies.copies {
-                    let meta = (flags, exptime);
-                    let r = self.client.store_on(m, StoreCommand::Set, wire, value.as_ref(), meta);
-                    out.push(r$(.$await)?);
-                }
-                self.client.core.forget([&self.copies.key[..]]);
-                out
+                $crate::core::transport::drive!($($await)?; self.client; $crate::core::replicated::set(self.client, &self.copies, value.as_ref(), flags, expiry.into()))
             }
 
             /// Read one copy chosen at random; on a miss or an error try the others in turn. A
             /// miss everywhere is `Ok(None)`; errors everywhere return the last error.
             pub $($async)? fn get(&self) -> $crate::Result<Option<$crate::Item>> {
-                use $crate::core::exchange::Retrieve;
-                let mut seen = $crate::core::replica::ReadOutcome::default();
-                for (m, wire) in self.copies.read_order()? {
-                    let keys = [&wire[..]];
-                    let mut ex = Retrieve::new(&keys, false, None);
-                    if let Some(item) = seen.note(self.client.retrieve_on(m, &mut ex)$(.$await)?) {
-                        return Ok(Some(item));
-                    }
-                }
-                seen.none_found()
+                $crate::core::transport::drive!($($await)?; self.client; $crate::core::replicated::get(self.client, &self.copies))
             }
 
             /// Delete every copy (and drop the key from the near cache). One result per copy.
             pub $($async)? fn delete(&self) -> Vec<$crate::Result<$crate::DeleteOutcome>> {
-                if let Err(e) = self.copies.check() {
-                    return vec![Err(e)];
-                }
-                let mut out = Vec::with_capacity(self.copies.copies.len());
-                for (m, wire) in &self.copies.copies {
-                    out.push(self.client.delete_on(m, wire)$(.$await)?);
-                }
-                self.client.core.forget([&self.copies.key[..]]);
-                out
+                $crate::core::transport::drive!($($await)?; self.client; $crate::core::replicated::delete(self.client, &self.copies))
             }
         }
     };

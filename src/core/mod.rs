@@ -15,7 +15,9 @@
 //! | `exchange` | request bytes and reply interpretation of every command |
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
 //! | `auth`, `tls` | the login of a new connection; TLS failures classified where they are seen |
-//! | `api` | the public methods both clients share word for word, defined once |
+//! | `transport` | the contract of the two clients for the flows written once for both |
+//! | `ops`, `leased`, `replicated` | those flows: each command, the lease loop, replicated keys |
+//! | `api` | the public methods both clients share word for word, defined once: each a call into a flow |
 //!
 //! Layer: the sans-IO core. May import: `proto`, `ring`, `settings`,
 //! `value`, `error`, `observe`, and the in-process helpers it drives
@@ -23,17 +25,23 @@
 
 pub(crate) mod exchange;
 pub(crate) mod failure;
+#[cfg(test)]
+pub(crate) mod fake;
 pub(crate) mod keys;
+pub(crate) mod leased;
 pub(crate) mod link;
 pub(crate) mod multi;
+pub(crate) mod ops;
 #[macro_use]
 pub(crate) mod api;
 pub(crate) mod auth;
 pub(crate) mod readbuf;
 pub(crate) mod replica;
+pub(crate) mod replicated;
 pub(crate) mod route;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
+pub(crate) mod transport;
 pub(crate) mod view;
 
 use crate::error::Result;

@@ -99,6 +99,7 @@ mod cas;
 #[cfg(feature = "peer-config")]
 #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
 pub mod file;
+pub(crate) mod flow;
 mod gutter_log;
 pub(crate) mod handle;
 mod spec;

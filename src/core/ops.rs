@@ -1,0 +1,349 @@
+//! Each command of a client, written once for both clients over their [`Transport`]: route the
+//! key, build the core's exchange, run it, and tell the core what was written. The methods of
+//! `api` call these (see [`super::transport`]).
+
+use super::Core;
+use super::exchange::Exchange;
+use super::exchange::{
+    MetaOne, NoreplySets, Retrieve, Single, StatsExchange, WriteMany, delete_outcome, store_outcome,
+};
+use super::route::Group;
+use super::route::Routed;
+use super::transport::Transport;
+use super::view::Member;
+use crate::Expiry;
+use crate::error::Result;
+use crate::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+use crate::proto::StoreCommand;
+use crate::servers::Server;
+use std::sync::Arc;
+
+/// A server of `T`.
+type On<T> = Arc<Member<<T as Transport>::Pool>>;
+
+/// The retrieval `ex` (of one key) on `m`.
+pub(crate) async fn retrieve_on<T: Transport>(
+    t: &T,
+    m: &On<T>,
+    ex: &mut Retrieve<'_>,
+) -> Result<Option<Item>> {
+    t.on(m, ex).await?;
+    Ok(t.core().single_hit(m, ex))
+}
+
+/// A retrieval of `key` (`gets` with `cas`, `gat` with `touch`), counted as a read of it.
+pub(crate) async fn retrieve<T: Transport>(
+    t: &T,
+    key: &[u8],
+    cas: bool,
+    touch: Option<u32>,
+) -> Result<Option<Item>> {
+    let core = t.core();
+    core.note_key(key);
+    let r = core.route(key, false)?;
+    let keys = [&r.wire[..]];
+    retrieve_on(t, &r.member, &mut Retrieve::new(&keys, cas, touch)).await
+}
+
+/// Where a `get` goes: served from the near cache, or asked of the key's owner.
+pub(crate) enum Get<'k, P> {
+    Near(Item),
+    Ask(Routed<'k, P>),
+}
+
+/// The first step of `get`, before any I/O: counted as a read, then the near cache's fresh
+/// copy or the route to the owner.
+pub(crate) fn get_begin<'k, P>(core: &Core<P>, key: &'k [u8]) -> Result<Get<'k, P>> {
+    core.note_key(key);
+    match core.near_lookup(key) {
+        Some(item) => Ok(Get::Near(item)),
+        None => core.route(key, false).map(Get::Ask),
+    }
+}
+
+/// The last step of `get`: the hit `ex` read from `m`, kept in the near cache.
+pub(crate) fn get_end<P>(
+    core: &Core<P>,
+    key: &[u8],
+    m: &Arc<Member<P>>,
+    ex: &mut Retrieve<'_>,
+) -> Option<Item> {
+    let found = core.single_hit(m, ex);
+    if let Some(item) = &found {
+        core.near_keep(key, item);
+    }
+    found
+}
+
+/// `get`: the near cache's copy while it is fresh, else the server's (kept in the near cache).
+/// (The blocking client runs the same steps without a future: its hot path.)
+pub(crate) async fn get<T: Transport>(t: &T, key: &[u8]) -> Result<Option<Item>> {
+    let r = match get_begin(t.core(), key)? {
+        Get::Near(item) => return Ok(Some(item)),
+        Get::Ask(r) => r,
+    };
+    let keys = [&r.wire[..]];
+    let mut ex = Retrieve::new(&keys, false, None);
+    t.on(&r.member, &mut ex).await?;
+    Ok(get_end(t.core(), key, &r.member, &mut ex))
+}
+
+/// One storage command of `wire` on `m`.
+pub(crate) async fn store_on<T: Transport>(
+    t: &T,
+    m: &On<T>,
+    cmd: StoreCommand,
+    wire: &[u8],
+    value: &[u8],
+    (flags, exptime): (u32, u32),
+) -> Result<StoreOutcome> {
+    t.core().keys.check_value(value)?;
+    t.on(m, &mut Single::store(cmd, wire, value, flags, exptime))
+        .await
+}
+
+/// One storage command of `key`, with `(flags, exptime)`.
+pub(crate) async fn store<T: Transport>(
+    t: &T,
+    cmd: StoreCommand,
+    key: &[u8],
+    value: &[u8],
+    meta: (u32, u32),
+) -> Result<StoreOutcome> {
+    let r = t.core().route(key, true)?;
+    let res = store_on(t, &r.member, cmd, &r.wire, value, meta).await;
+    t.core().forget([key]);
+    res
+}
+
+/// A storage command with flags and an expiry. (The blocking client runs the same steps
+/// without a future: its hot path; so only the async client calls this.)
+#[cfg(feature = "async")]
+pub(crate) async fn store_for<T: Transport>(
+    t: &T,
+    cmd: StoreCommand,
+    key: &[u8],
+    value: &[u8],
+    flags: u32,
+    expiry: Expiry,
+) -> Result<StoreOutcome> {
+    store(t, cmd, key, value, (flags, expiry.exptime_now())).await
+}
+
+/// `delete` of `wire` on `m`.
+pub(crate) async fn delete_on<T: Transport>(
+    t: &T,
+    m: &On<T>,
+    wire: &[u8],
+) -> Result<DeleteOutcome> {
+    t.on(m, &mut Single::delete(wire)).await
+}
+
+/// `delete` of `key`.
+pub(crate) async fn delete<T: Transport>(t: &T, key: &[u8]) -> Result<DeleteOutcome> {
+    let r = t.core().route(key, true)?;
+    let res = delete_on(t, &r.member, &r.wire).await;
+    t.core().forget([key]);
+    res
+}
+
+/// `incr` (or `decr`) of `key` by `delta`.
+pub(crate) async fn arith<T: Transport>(
+    t: &T,
+    incr: bool,
+    key: &[u8],
+    delta: u64,
+) -> Result<Option<u64>> {
+    let r = t.core().route(key, true)?;
+    let res = t
+        .on(&r.member, &mut Single::arith(incr, &r.wire, delta))
+        .await;
+    t.core().forget([key]);
+    res
+}
+
+/// `touch` of `key` with `exptime` as sent.
+pub(crate) async fn touch<T: Transport>(t: &T, key: &[u8], exptime: u32) -> Result<TouchOutcome> {
+    let r = t.core().route(key, true)?;
+    t.on(&r.member, &mut Single::touch(&r.wire, exptime)).await
+}
+
+/// `md … I`: mark `key`'s value stale for the lease's time.
+pub(crate) async fn invalidate<T: Transport>(t: &T, key: &[u8]) -> Result<DeleteOutcome> {
+    let r = t.core().route(key, true)?;
+    let lease = t.core().settings.stampede.lease_secs();
+    let res = t
+        .on(&r.member, &mut MetaOne::invalidate(&r.wire, lease))
+        .await;
+    t.core().forget([key]);
+    res
+}
+
+/// `get`, decoded by `codec`.
+#[cfg(feature = "codecs")]
+pub(crate) async fn get_value<T: Transport>(
+    t: &T,
+    codec: crate::value::Transcoder,
+    key: &[u8],
+) -> Result<Option<crate::value::Value>> {
+    let item = get(t, key).await?;
+    item.map(|item| t.core().decode_item(&codec, key, &item))
+        .transpose()
+}
+
+/// `get`, decoded by `codec` and converted to `V`.
+#[cfg(feature = "codecs")]
+pub(crate) async fn get_as<T: Transport, V: crate::value::FromValue>(
+    t: &T,
+    codec: crate::value::Transcoder,
+    key: &[u8],
+) -> Result<Option<V>> {
+    let value = get_value(t, codec, key).await?;
+    value.map(|v| super::typed_as(key, v)).transpose()
+}
+
+/// `set` of `value` as `codec`'s peer stores it.
+#[cfg(feature = "codecs")]
+pub(crate) async fn set_value<T: Transport, V: crate::value::ToValue + ?Sized>(
+    t: &T,
+    codec: crate::value::Transcoder,
+    key: &[u8],
+    value: &V,
+    expiry: Expiry,
+) -> Result<StoreOutcome> {
+    let stored = t.core().encode_value(&codec, key, value)?;
+    let meta = (stored.flags, expiry.exptime_now());
+    store(t, StoreCommand::Set, key, &stored.bytes, meta).await
+}
+
+/// For each group, `make(group)`'s exchange with its server, servers in parallel, and
+/// `results(exchange, outcome, group)` in group order.
+async fn each_group<'g, 'k: 'g, T, E, O>(
+    t: &T,
+    groups: &'g [Group<'k, T::Pool>],
+    make: impl Fn(&'g Group<'k, T::Pool>) -> E,
+    results: impl Fn(E, Result<E::Output>, &Group<'k, T::Pool>) -> Vec<Result<O>>,
+) -> Vec<Vec<Result<O>>>
+where
+    T: Transport,
+    E: Exchange + Send,
+    E::Output: Send,
+{
+    let work = groups.iter().map(|g| (g.member.clone(), make(g))).collect();
+    let done = t.on_each(work).await;
+    done.into_iter()
+        .zip(groups)
+        .map(|((ex, r), g)| results(ex, r, g))
+        .collect()
+}
+
+/// `make()`'s exchange on every server, in parallel; results in server order.
+pub(crate) async fn on_all<T, E>(t: &T, make: impl Fn() -> E) -> Vec<(Server, Result<E::Output>)>
+where
+    T: Transport,
+    E: Exchange + Send,
+    E::Output: Send,
+{
+    let view = t.core().view();
+    let work = view.members.iter().map(|m| (m.clone(), make())).collect();
+    let done = t.on_each(work).await;
+    let servers = view.members.iter().map(|m| m.server.clone());
+    servers.zip(done).map(|(s, (_, r))| (s, r)).collect()
+}
+
+/// `set_multi`: pipelined per server, servers in parallel; results in input order.
+pub(crate) async fn set_multi<T: Transport, K, V>(
+    t: &T,
+    items: &[(K, V)],
+    flags: u32,
+    expiry: Expiry,
+) -> Vec<Result<StoreOutcome>>
+where
+    K: AsRef<[u8]> + Sync,
+    V: AsRef<[u8]> + Sync,
+{
+    let core = t.core();
+    let batch = core.set_batch(items, (flags, expiry.exptime_now()));
+    let sets = |g| WriteMany::new("set_multi", batch.sets(g, false), store_outcome);
+    let results = each_group(t, &batch.groups, sets, |ex, r, _| {
+        ex.results(r.err().as_ref())
+    })
+    .await;
+    batch.finish_writes(core, results)
+}
+
+/// `delete_multi`: pipelined per server, servers in parallel; results in input order.
+pub(crate) async fn delete_multi<T: Transport, K: AsRef<[u8]>>(
+    t: &T,
+    keys: &[K],
+) -> Vec<Result<DeleteOutcome>> {
+    let core = t.core();
+    let batch = core.delete_batch(keys);
+    let deletes = |g| WriteMany::new("delete_multi", batch.deletes(g), delete_outcome);
+    let results = each_group(t, &batch.groups, deletes, |ex, r, _| {
+        ex.results(r.err().as_ref())
+    })
+    .await;
+    batch.finish_writes(core, results)
+}
+
+/// `set_multi` with `noreply`, then one `version` per server.
+pub(crate) async fn set_multi_noreply<T: Transport, K, V>(
+    t: &T,
+    items: &[(K, V)],
+    flags: u32,
+    expiry: Expiry,
+) -> Vec<Result<()>>
+where
+    K: AsRef<[u8]> + Sync,
+    V: AsRef<[u8]> + Sync,
+{
+    let core = t.core();
+    let batch = core.set_batch(items, (flags, expiry.exptime_now()));
+    let sets = |g| NoreplySets::new(batch.sets(g, true));
+    let results = each_group(t, &batch.groups, sets, |_, r, g| vec![r; g.idx.len()]).await;
+    batch.finish_writes(core, results)
+}
+
+/// `flush_all [delay]` on every server, the near cache emptied first.
+pub(crate) async fn flush_all<T: Transport>(
+    t: &T,
+    delay: Option<u32>,
+) -> Vec<(Server, Result<()>)> {
+    t.core().near_clear();
+    on_all(t, || Single::flush_all(delay)).await
+}
+
+/// `stats [group]` of every server; a group that cannot be sent fails for each server.
+pub(crate) async fn stats<T: Transport>(
+    t: &T,
+    group: Option<&str>,
+) -> Vec<(Server, Result<Stats>)> {
+    if let Err(e) = StatsExchange::check_group(group) {
+        let servers = t.core().ring().servers().to_vec();
+        return servers.into_iter().map(|s| (s, Err(e.clone()))).collect();
+    }
+    on_all(t, || StatsExchange::new(group)).await
+}
+
+/// Re-read the server-list file at `path` every `interval`; apply its servers when they change.
+pub(crate) fn watch_server_file<P: Send + Sync + 'static>(
+    core: &Arc<super::Core<P>>,
+    path: std::path::PathBuf,
+    interval: std::time::Duration,
+) -> crate::watch::Watcher {
+    let core = core.clone();
+    crate::watch::server_file(move |list| core.set_servers(list), path, interval)
+}
+
+/// Resolve `name` every `interval`; apply its addresses as the servers when they change.
+pub(crate) fn watch_dns<P: Send + Sync + 'static>(
+    core: &Arc<super::Core<P>>,
+    name: &str,
+    port_weight: (u16, u32),
+    interval: std::time::Duration,
+) -> crate::watch::Watcher {
+    let core = core.clone();
+    let apply = move |list| core.set_servers(list);
+    crate::watch::dns(apply, name, port_weight, interval)
+}
