@@ -47,6 +47,30 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(msg.into()))
 }
 
+/// `value`, given for `what`, as a whole number from `min` to `max` (in `unit`): a value that
+/// is not a whole number and one out of range are told apart, with the range to give.
+fn whole(what: &str, value: &str, (min, max): (u64, u64), unit: &str) -> Result<u64, ConfigError> {
+    let out_of_range = || {
+        ConfigError(format!(
+            "{what}: {value} is out of range; give {min} to {max}{unit}"
+        ))
+    };
+    match value.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Ok(_) => Err(out_of_range()),
+        // digits, yet no u64: negative or too large
+        Err(_) if is_digits(value.strip_prefix('-').unwrap_or(value)) => Err(out_of_range()),
+        Err(_) => err(format!("{what}: {value:?} is not a whole number")),
+    }
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The longest timeout a builder accepts, in milliseconds.
+const MAX_TIMEOUT_MS: u64 = crate::error::MAX_TIMEOUT.as_millis() as u64;
+
 /// twemproxy's hash names (nc_hashkit.h), mapped to ours.
 fn twemproxy_hash(name: &str) -> Result<KeyHash, ConfigError> {
     Ok(match name {
@@ -178,18 +202,25 @@ pub fn twemproxy(yaml: &str, pool: Option<&str>) -> Result<PeerConfig, ConfigErr
         failure_limit: 2,
         retry_timeout: Duration::from_millis(30_000),
     };
+    let bounded = |k: &str, n: i64, range: (u64, u64), unit: &str| {
+        whole(&format!("pool {name:?}: {k}"), &n.to_string(), range, unit)
+    };
     if let Some(n) = int("server_failure_limit") {
-        policy.failure_limit = u32::try_from(n)
-            .map_err(|_| ConfigError(format!("pool {name:?}: server_failure_limit {n}")))?;
+        let n = bounded("server_failure_limit", n, (0, u32::MAX.into()), "")?;
+        policy.failure_limit = n as u32;
     }
     if let Some(ms) = int("server_retry_timeout") {
-        policy.retry_timeout = Duration::from_millis(
-            u64::try_from(ms)
-                .map_err(|_| ConfigError(format!("pool {name:?}: server_retry_timeout {ms}")))?,
-        );
+        let ms = bounded("server_retry_timeout", ms, (0, MAX_TIMEOUT_MS), " ms")?;
+        policy.retry_timeout = Duration::from_millis(ms);
     }
+    // nutcracker: a timeout of 0 or less is no timeout of its own
     let timeout = match int("timeout") {
-        Some(ms) if ms > 0 => Some(Duration::from_millis(ms as u64)),
+        Some(ms) if ms > 0 => Some(Duration::from_millis(bounded(
+            "timeout",
+            ms,
+            (1, MAX_TIMEOUT_MS),
+            " ms",
+        )?)),
         _ => None,
     };
     Ok(PeerConfig {
@@ -360,23 +391,28 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
             "--HASH-WITH-NAMESPACE" => hash_with_prefix = true,
             "--REMOVE-FAILED-SERVERS" => {
                 policy.auto_eject = true;
-                policy.failure_limit = need(v, &k)?
-                    .parse()
-                    .map_err(|_| ConfigError(format!("{opt}: not a number")))?;
+                let n = whole(&k, need(v, &k)?, (0, u32::MAX.into()), "")?;
+                policy.failure_limit = n as u32;
             }
             "--RETRY-TIMEOUT" => {
-                let s: u64 = need(v, &k)?
-                    .parse()
-                    .map_err(|_| ConfigError(format!("{opt}: not a number")))?;
-                policy.retry_timeout = Duration::from_secs(s);
+                let max = MAX_TIMEOUT_MS / 1000;
+                policy.retry_timeout =
+                    Duration::from_secs(whole(&k, need(v, &k)?, (0, max), " s")?);
             }
             "--RCV-TIMEOUT" => {
-                let us: u64 = need(v, &k)?
-                    .parse()
-                    .map_err(|_| ConfigError(format!("{opt}: not a number")))?;
                 // libmemcached sets SO_RCVTIMEO only when rcv_timeout is not 0 (connect.cc
-                // set_socket_options): 0 is "no receive timeout of its own"
-                timeout = (us > 0).then(|| Duration::from_micros(us));
+                // set_socket_options): 0 is "no receive timeout of its own". memshard's
+                // timeouts are 1 ms to a day.
+                let us = whole(&k, need(v, &k)?, (0, MAX_TIMEOUT_MS * 1000), " µs")?;
+                timeout = match us {
+                    0 => None,
+                    1..1000 => {
+                        return err(format!(
+                            "{k}: {us} µs is shorter than the shortest timeout (1 ms); give 0 (none) or at least 1000"
+                        ));
+                    }
+                    us => Some(Duration::from_micros(us)),
+                };
             }
             k if PLACEMENT_NEUTRAL.contains(&k) => {}
             _ => {
@@ -448,5 +484,92 @@ impl<C> crate::Builder<C> {
         }
         s.hash_with_prefix = cfg.hash_with_prefix;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn libmemcached_error(options: &str) -> String {
+        let config = format!("--SERVER=127.0.0.1:11211 --DISTRIBUTION=consistent {options}");
+        match libmemcached(&config) {
+            Ok(_) => panic!("{options} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn numbers_out_of_range_name_the_option_and_the_range() {
+        let e = libmemcached_error("--RCV-TIMEOUT=18446744073709551615");
+        assert!(
+            e.contains("--RCV-TIMEOUT") && e.contains("out of range"),
+            "{e}"
+        );
+        let e = libmemcached_error("--RCV-TIMEOUT=9999999999999999999999999999999999999999");
+        assert!(
+            e.contains("--RCV-TIMEOUT") && e.contains("out of range"),
+            "{e}"
+        );
+        let e = libmemcached_error("--RCV-TIMEOUT=500");
+        assert!(e.contains("shorter than the shortest timeout"), "{e}");
+        let e = libmemcached_error("--REMOVE-FAILED-SERVERS=18446744073709551615");
+        assert!(
+            e.contains("--REMOVE-FAILED-SERVERS") && e.contains("give 0 to 4294967295"),
+            "{e}"
+        );
+        let e = libmemcached_error("--REMOVE-FAILED-SERVERS=4294967296");
+        assert!(e.contains("out of range"), "{e}");
+        let e = libmemcached_error("--REMOVE-FAILED-SERVERS=two");
+        assert!(e.contains("not a whole number"), "{e}");
+        let e = libmemcached_error("--RETRY-TIMEOUT=86401");
+        assert!(
+            e.contains("--RETRY-TIMEOUT") && e.contains("give 0 to 86400 s"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn numbers_in_range_are_taken_as_libmemcached_takes_them() {
+        let base = "--SERVER=127.0.0.1:11211 --DISTRIBUTION=consistent";
+        let cfg = |o: &str| libmemcached(&format!("{base} {o}")).expect(o);
+        assert_eq!(cfg("--RCV-TIMEOUT=0").timeout, None);
+        assert_eq!(
+            cfg("--RCV-TIMEOUT=1000").timeout,
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(
+            cfg("--RCV-TIMEOUT=86400000000").timeout,
+            Some(crate::error::MAX_TIMEOUT)
+        );
+        let p = cfg("--REMOVE-FAILED-SERVERS=4294967295").failure_policy;
+        assert_eq!((p.failure_limit, p.auto_eject), (u32::MAX, true));
+        let p = cfg("--RETRY-TIMEOUT=86400").failure_policy;
+        assert_eq!(p.retry_timeout, crate::error::MAX_TIMEOUT);
+    }
+
+    #[test]
+    fn twemproxy_numbers_out_of_range_name_the_field() {
+        let yaml = |field: &str| {
+            format!(
+                "alpha:\n  distribution: ketama\n  {field}\n  servers:\n   - 127.0.0.1:11211:1\n"
+            )
+        };
+        for (field, name) in [
+            ("timeout: 86400001", "timeout"),
+            ("server_retry_timeout: 86400001", "server_retry_timeout"),
+            ("server_failure_limit: 4294967296", "server_failure_limit"),
+            ("server_failure_limit: -1", "server_failure_limit"),
+        ] {
+            let e = twemproxy(&yaml(field), None).expect_err(field).to_string();
+            assert!(
+                e.contains(name) && e.contains("out of range"),
+                "{field}: {e}"
+            );
+        }
+        let ok = twemproxy(&yaml("timeout: 86400000"), None).expect("a day");
+        assert_eq!(ok.timeout, Some(crate::error::MAX_TIMEOUT));
+        let none = twemproxy(&yaml("timeout: 0"), None).expect("no timeout");
+        assert_eq!(none.timeout, None);
     }
 }

@@ -28,6 +28,15 @@ pub enum SettingError {
         /// The setting (builder method).
         setting: &'static str,
     },
+    /// A timeout above 0 but under 1 ms: shorter than a connect or a round trip can take, so
+    /// every request would time out.
+    #[error("{setting} of {value:?} is shorter than 1 ms; give a timeout of at least 1 ms")]
+    TimeoutTooShort {
+        /// The setting (builder method).
+        setting: &'static str,
+        /// The value given.
+        value: Duration,
+    },
     /// A timeout longer than [`MAX_TIMEOUT`].
     #[error(
         "{setting} of {secs} s is longer than the longest allowed ({max} s); give at most {max} s",
@@ -84,10 +93,12 @@ pub enum SettingError {
 }
 
 impl SettingError {
-    /// Check a timeout setting: above 0 and at most [`MAX_TIMEOUT`].
+    /// Check a timeout setting: at least 1 ms and at most [`MAX_TIMEOUT`].
     pub(crate) fn check_timeout(setting: &'static str, value: Duration) -> Result<(), Self> {
         if value.is_zero() {
             Err(SettingError::ZeroTimeout { setting })
+        } else if value < Duration::from_millis(1) {
+            Err(SettingError::TimeoutTooShort { setting, value })
         } else if value > MAX_TIMEOUT {
             Err(SettingError::TimeoutTooLong { setting, value })
         } else {
@@ -399,6 +410,29 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
     use std::error::Error as _;
+
+    #[test]
+    fn timeouts_are_one_millisecond_to_a_day() {
+        let check = |d| SettingError::check_timeout("read_timeout", d);
+        assert_eq!(
+            check(Duration::ZERO),
+            Err(SettingError::ZeroTimeout {
+                setting: "read_timeout"
+            })
+        );
+        for short in [Duration::from_nanos(1), Duration::from_micros(999)] {
+            let e = check(short).expect_err("under 1 ms");
+            assert!(matches!(e, SettingError::TimeoutTooShort { value, .. } if value == short));
+            assert!(e.to_string().contains("at least 1 ms"), "{e}");
+        }
+        assert_eq!(check(Duration::from_millis(1)), Ok(()));
+        assert_eq!(check(MAX_TIMEOUT), Ok(()));
+        let long = MAX_TIMEOUT + Duration::from_nanos(1);
+        assert!(matches!(
+            check(long),
+            Err(SettingError::TimeoutTooLong { .. })
+        ));
+    }
 
     #[test]
     fn io_errors_keep_their_source_and_say_what_they_are() {

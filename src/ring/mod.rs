@@ -38,11 +38,16 @@ pub enum RingError {
         /// The hash that was asked for.
         asked: KeyHash,
     },
-    /// The weights ask for more points than a ring should hold.
+    /// The server list would give the ring more points than a ring should hold.
     #[error(
-        "the weights ask for {points} points, more than {max}; use smaller weights (memshard-weighted gives 160 points per unit of weight)"
+        "flavor {flavor} gives these {servers} servers {points} points, more than {max}; {}",
+        too_many_points_advice(*flavor)
     )]
     TooManyPoints {
+        /// The flavor.
+        flavor: Flavor,
+        /// The number of servers.
+        servers: usize,
         /// Points asked for.
         points: u64,
         /// The limit.
@@ -84,6 +89,18 @@ pub(crate) fn continuum_for_planning(
 
 /// Upper bound on continuum points (64 MB of points and owners).
 const MAX_POINTS: u64 = 8_000_000;
+
+/// What to change when a ring would hold too many points: only memshard-weighted's point count
+/// grows with the weights themselves; the peers' flavors give each server a share of a fixed
+/// number of points per server.
+fn too_many_points_advice(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::MemshardWeighted => {
+            "use smaller weights (memshard-weighted gives 160 points per unit of weight)"
+        }
+        _ => "use fewer servers in one ring",
+    }
+}
 
 /// An immutable ketama continuum. Cheap to share (`Arc<Ring>`), `Send + Sync`; routing a key
 /// allocates nothing and takes no lock.
@@ -172,6 +189,8 @@ impl Ring {
             .fold(0, u64::saturating_add);
         if points > MAX_POINTS {
             return Err(RingError::TooManyPoints {
+                flavor,
+                servers: servers.len(),
                 points,
                 max: MAX_POINTS,
             });
@@ -444,5 +463,42 @@ impl Iterator for DistinctIndexes<'_> {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_many_points_say_what_to_change_for_the_flavor() {
+        let many: Vec<Server> = (0..50_001)
+            .map(|i| {
+                Server::new(
+                    format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255),
+                    11211,
+                )
+            })
+            .collect();
+        let e = Ring::new(many, Flavor::Libmemcached).expect_err("8,000,160 points");
+        assert!(
+            matches!(
+                e,
+                RingError::TooManyPoints {
+                    flavor: Flavor::Libmemcached,
+                    servers: 50_001,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("fewer servers") && !text.contains("160 points per unit"),
+            "{text}"
+        );
+        let heavy = vec![Server::new("10.0.0.1", 11211).with_weight(50_001)];
+        let e = Ring::new(heavy, Flavor::MemshardWeighted).expect_err("8,000,160 points");
+        assert!(e.to_string().contains("smaller weights"), "{e}");
     }
 }

@@ -10,6 +10,17 @@
 /// text. Stampede protection (`get_or_compute`, `invalidate`) always uses meta commands, whatever
 /// this setting.
 ///
+/// # Bytes nobody asked for
+///
+/// The text protocol has no request ids: a line that arrives while a text request is in flight
+/// (written into the connection by a faulty proxy, or by anything else on the path) is read as
+/// that request's reply, and no text-protocol client can tell the two apart. memshard catches
+/// bytes that arrive on an idle pooled connection (the connection is dropped), not those that
+/// arrive mid-request. Every meta request carries an opaque token that the server echoes, and
+/// a reply with another token fails the request and drops the connection. Where the path to
+/// the servers is not trusted end to end, use [`Meta`](Protocol::Meta) (memcached 1.6 and
+/// later), with TLS.
+///
 /// ```
 /// use memshard::Protocol;
 /// assert_eq!("meta".parse::<Protocol>(), Ok(Protocol::Meta));
