@@ -1,6 +1,8 @@
-//! `memshard`: which server owns a key, and (later) talk to the servers.
+//! `memshard`: which server owns a key, what a server change moves, and the servers' keys and
+//! values (get, set, delete, bench, demo).
 //!
-//! Thin layer over the library: argument parsing (clap) and I/O only.
+//! A user of the `memshard` library's public API, like any other: argument parsing (clap),
+//! output and I/O only; every decision is the library's.
 
 mod bench;
 mod demo;

@@ -9,7 +9,7 @@
 //!
 //! | codec | module | flags it knows |
 //! |---|---|---|
-//! | [`Codec::Raw`] | — | none: every payload is [`Value::Bytes`] (memshard's behaviour so far) |
+//! | [`Codec::Raw`] | — | none: every payload is [`Value::Bytes`] |
 //! | [`Codec::PhpMemcached`] | `php` | type bits 0-3, compression bits 4-6, user flags 16-31 |
 //! | [`Codec::Pylibmc`] | `pylibmc` | 1 pickle, 2 bool, 4 int, 8 zlib, 16 text |
 //! | [`Codec::Dalli`] | `dalli` | 1 serialized (Marshal or JSON), 2 compressed (zlib or gzip) |
