@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates compat-vectors/<peer>/ from the real, installed peers (each folder's generate.sh) and
-# fails if the result differs in any way from the committed files (modified, deleted or new files).
+# Regenerates compat-vectors/<peer>/ from the real, installed peers (each folder's generate.sh),
+# and value-vectors/ (the values php-memcached, pylibmc, dalli, spymemcached and node memcached
+# store: value-vectors/generate.sh) and meta-vectors/ (memcached's meta replies:
+# meta-vectors/generate.py), and fails if the result differs in any way from the committed files
+# (modified, deleted or new files).
 #
 #   scripts/regen-vectors.sh            the default peers (DEFAULT_PEERS below)
-#   scripts/regen-vectors.sh PEER...    only these (any folder of compat-vectors with a generate.sh)
+#   scripts/regen-vectors.sh PEER...    only these (any folder of compat-vectors with a generate.sh,
+#                                       or value-vectors, meta-vectors)
 #   scripts/regen-vectors.sh --all      the default peers and twemproxy (slow: its corner search)
 #
 # Runs as root, or as a user with sudo: the packages a peer needs are installed first, in one
@@ -16,7 +20,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEFAULT_PEERS=(dalli spymemcached libketama node-hashring uhashring libmemcached php-memcached pylibmc)
+DEFAULT_PEERS=(dalli spymemcached libketama node-hashring uhashring libmemcached php-memcached pylibmc
+  value-vectors meta-vectors)
 SLOW_PEERS=(twemproxy)
 
 if [ "${1:-}" = --all ]; then
@@ -54,15 +59,39 @@ apt_packages() {
     php-memcached) echo php-cli php-memcached python3 ;;
     pylibmc)       echo python3-pylibmc memcached libmemcached-dev iproute2 ;;
     twemproxy)     echo nutcracker memcached gcc python3 libssl-dev iproute2 ;;
+    value-vectors) echo memcached php-cli php-memcached php-igbinary php-msgpack python3-pylibmc \
+                        ruby ruby-dalli faketime libspymemcached-java python3
+                   command -v javac >/dev/null || echo default-jdk-headless
+                   { command -v node && command -v npm; } >/dev/null || echo nodejs npm ;;
+    meta-vectors)  echo memcached python3 ;;
     *)             ;;
   esac
 }
 
+# The folder a target regenerates, and its generator.
+dir_of() {
+  case "$1" in
+    value-vectors|meta-vectors) echo "$1" ;;
+    *)                          echo "compat-vectors/$1" ;;
+  esac
+}
+generate() {
+  case "$1" in
+    value-vectors) bash value-vectors/generate.sh ;;
+    meta-vectors)  /usr/bin/python3 meta-vectors/generate.py ;;
+    *)             bash "compat-vectors/$1/generate.sh" ;;
+  esac
+}
+
 for p in "${PEERS[@]}"; do
-  [ -f "compat-vectors/$p/generate.sh" ] || { echo "regen-vectors: no compat-vectors/$p/generate.sh" >&2; exit 2; }
-  if [ -n "$(git status --porcelain --untracked-files=all -- "compat-vectors/$p")" ]; then
-    echo "regen-vectors: compat-vectors/$p has uncommitted changes; commit or stash them first:" >&2
-    { git status --short --untracked-files=all -- "compat-vectors/$p" | head -n 20 >&2; } || true
+  d=$(dir_of "$p")
+  case "$p" in
+    value-vectors|meta-vectors) ;;
+    *) [ -f "$d/generate.sh" ] || { echo "regen-vectors: no $d/generate.sh" >&2; exit 2; } ;;
+  esac
+  if [ -n "$(git status --porcelain --untracked-files=all -- "$d")" ]; then
+    echo "regen-vectors: $d has uncommitted changes; commit or stash them first:" >&2
+    { git status --short --untracked-files=all -- "$d" | head -n 20 >&2; } || true
     exit 2
   fi
 done
@@ -89,10 +118,10 @@ trap 'rm -rf "$LOGS"' EXIT
 bad=()
 T0=$(now)
 for p in "${PEERS[@]}"; do
-  dir="compat-vectors/$p"
+  dir=$(dir_of "$p")
   t0=$(now)
   rc=0
-  bash "$dir/generate.sh" > "$LOGS/$p.log" 2>&1 </dev/null || rc=$?
+  generate "$p" > "$LOGS/$p.log" 2>&1 </dev/null || rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "$p: generate.sh FAILED (exit $rc) after $(secs "$t0") s; last lines of its output:"
     tail -n 30 "$LOGS/$p.log" | sed 's/^/    /'
@@ -100,7 +129,11 @@ for p in "${PEERS[@]}"; do
     continue
   fi
   took=$(secs "$t0")
-  cases=$(find "$dir/cases" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+  case "$p" in
+    value-vectors) cases=$(cat value-vectors/*.json | grep -c '"name": ' || true) ;;
+    meta-vectors)  cases=$(/usr/bin/python3 -c 'import json; print(len(json.load(open("meta-vectors/memcached-1.6.18.json"))["cases"]))') ;;
+    *)             cases=$(find "$dir/cases" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l) ;;
+  esac
   changed=$(git status --porcelain --untracked-files=all -- "$dir")
   ndiff=$(printf '%s' "$changed" | grep -c . || true)
   if git diff --quiet --exit-code -- "$dir" && [ "$ndiff" -eq 0 ]; then
@@ -121,6 +154,6 @@ done
 echo "regen-vectors: ${#PEERS[@]} peers in $(secs "$T0") s; $(( ${#PEERS[@]} - ${#bad[@]} )) reproduce the committed vectors"
 if [ ${#bad[@]} -gt 0 ]; then
   echo "regen-vectors: FAILED for ${bad[*]}" >&2
-  echo "  (back to the committed files: git checkout -- compat-vectors/PEER && git clean -fdq -- compat-vectors/PEER)" >&2
+  echo "  (back to the committed files: git checkout -- DIR && git clean -fdq -- DIR, DIR = compat-vectors/PEER, value-vectors or meta-vectors)" >&2
   exit 1
 fi

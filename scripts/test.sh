@@ -36,10 +36,17 @@ fi
 export CI=true
 
 # Both packages of the workspace (its default members): the library's tests/ and the CLI's
-# cli/tests/, which run the memshard binary.
-cargo test --release --all-features
-# Fault run, short form: SIGSTOP one server, SIGKILL and restart another during a verified bench.
+# cli/tests/, which run the memshard binary. Profile `ci` (Cargo.toml): the release build with
+# overflow checks on, so an arithmetic overflow the suite reaches panics instead of wrapping;
+# `release` itself, what users build, stays as Rust ships it. `cargo test --release
+# --all-features` runs the same suite without the checks. MEMSHARD_OVERFLOW_CHECKS tells
+# tests/slips.rs to check that they are on.
+export MEMSHARD_CARGO_PROFILE=ci MEMSHARD_OVERFLOW_CHECKS=1
+cargo test --profile "$MEMSHARD_CARGO_PROFILE" --all-features
+# Fault run, short form: SIGSTOP one server, SIGKILL and restart another during a verified bench
+# (the binary of the same profile).
 bash scripts/fault-run.sh --short
 # The peer vectors, regenerated from the real peers (installs ruby-dalli, spymemcached, PyPI
-# ketama, npm hashring, uhashring): any difference from the committed files fails.
+# ketama, npm hashring, uhashring), and value-vectors/ and meta-vectors/ from the value peers and
+# memcached: any difference from the committed files fails.
 bash scripts/regen-vectors.sh

@@ -105,7 +105,7 @@ macro_rules! parity_scenarios {
             membership::a_server_file_watcher_follows_the_file,
             membership::a_dns_watcher_applies_the_addresses,
             commands::set_multi_noreply_stores_and_reports_server_errors,
-            commands::peer_config_places_keys_as_the_peer_does,
+            commands::peer_config_keys_go_where_the_configured_ring_says,
             bounded::noreply_sets_with_endless_slow_errors_time_out_once_for_the_whole_reply,
             bounded::noreply_sets_with_endless_fast_errors_stop_at_one_error_per_request,
             #[cfg(feature = "metrics")]
@@ -189,7 +189,7 @@ macro_rules! parity_meta_scenarios {
             membership::a_server_file_watcher_follows_the_file,
             membership::a_dns_watcher_applies_the_addresses,
             commands::set_multi_noreply_stores_and_reports_server_errors,
-            commands::peer_config_places_keys_as_the_peer_does,
+            commands::peer_config_keys_go_where_the_configured_ring_says,
             bounded::noreply_sets_with_endless_slow_errors_time_out_once_for_the_whole_reply,
             bounded::noreply_sets_with_endless_fast_errors_stop_at_one_error_per_request,
             #[cfg(feature = "metrics")]

@@ -285,3 +285,25 @@ fn plan_servers_hashes_the_keys_as_the_client_places_them() {
     assert_eq!(plan_after, after_counts, "keys per server after");
     assert_eq!(plan_moved, moved, "keys moved");
 }
+
+/// scripts/test.sh runs the suite in the `ci` profile, with overflow checks on, and sets
+/// MEMSHARD_OVERFLOW_CHECKS=1: there an overflow must panic (a profile that lost the setting
+/// fails here). Without the variable (`cargo test --release`, checks off) there is nothing to
+/// check, and the test says so on the terminal.
+#[test]
+fn overflow_checks_are_on_where_the_suite_asks_for_them() {
+    if std::env::var_os("MEMSHARD_OVERFLOW_CHECKS").is_none() {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "overflow checks not asked for (MEMSHARD_OVERFLOW_CHECKS unset): not checked"
+        );
+        return;
+    }
+    let wrapped =
+        std::panic::catch_unwind(|| std::hint::black_box(u8::MAX) + std::hint::black_box(1u8));
+    assert!(
+        wrapped.is_err(),
+        "u8::MAX + 1 gave {wrapped:?}: overflow checks are off in this profile"
+    );
+}

@@ -4,8 +4,14 @@
 //! what the recompute functions report, summed over the processes.
 //!
 //! The second process is this test binary run again with `MEMSHARD_STAMPEDE_CHILD` set: the
-//! `child` test does the work and prints its counts; without the variable it does nothing.
-//! memcached listens on 127.0.17.1, which no other test binary uses.
+//! `child` test (ignored, so a plain run lists it as ignored rather than as a pass; run with
+//! `--ignored` by [`spawn_child`]) does the work and prints its counts; without the variable it
+//! fails. memcached listens on 127.0.17.1, which no other test binary uses.
+//!
+//! No assertion depends on how long something takes: a phase that must overlap another waits for
+//! a state (readers served, a recompute running), with a deadline only a broken client reaches.
+//! The unprotected control runs are asserted to stampede, so the protected counts mean
+//! something.
 
 mod common;
 
@@ -34,7 +40,13 @@ fn client(addr: &str, stampede: Stampede) -> Client {
 /// The same binary, running only `child` with `mode`.
 fn spawn_child(mode: &str, addr: &str, key: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("MEMSHARD_STAMPEDE_CHILD", format!("{mode} {addr} {key}"))
         .stdout(Stdio::piped())
         .spawn()
@@ -56,6 +68,43 @@ fn line_from(child: &mut Child, prefix: &str) -> String {
         if let Some(at) = line.find(prefix) {
             return line[at..].trim_end().to_string();
         }
+    }
+}
+
+/// The TTL memcached reports for `key` (`mg <key> t`, on a connection of the test's own):
+/// `None` on a miss, `Some(-1)` for a value stored without expiry.
+fn ttl_left(m: &Memcached, key: &str) -> Option<i64> {
+    let reply = m.raw(format!("mg {key} t\r\n").as_bytes(), b"\r\n");
+    let line = String::from_utf8(reply).unwrap();
+    let line = line.trim_end();
+    if line == "EN" {
+        return None;
+    }
+    let t = line
+        .strip_prefix("HD t")
+        .unwrap_or_else(|| panic!("mg {key} t: {line:?}"));
+    Some(t.parse().unwrap())
+}
+
+/// The value of `key` was stored for `secs` seconds: memcached reports `secs` or one less (its
+/// clock may tick between the store and the `mg`). A value stored without expiry reports -1.
+#[track_caller]
+fn assert_ttl(m: &Memcached, key: &str, secs: i64) {
+    let t = ttl_left(m, key).unwrap_or_else(|| panic!("{key} is not stored"));
+    assert!(
+        (secs - 2..=secs).contains(&t),
+        "{key}: TTL left {t} s, stored for {secs} s"
+    );
+}
+
+/// Polls `done` every millisecond until it holds; panics with `what` after 30 s (a state that
+/// never comes, not a slow machine).
+#[track_caller]
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "30 s without {what}");
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -92,10 +141,10 @@ fn hundred_threads(c: &Client, key: &str, go: &(dyn Fn() + Sync)) -> (u64, u64, 
 }
 
 #[test]
+#[ignore = "the second process of the cross-process tests, run by them"]
 fn child() {
-    let Ok(spec) = std::env::var("MEMSHARD_STAMPEDE_CHILD") else {
-        return;
-    };
+    let spec = std::env::var("MEMSHARD_STAMPEDE_CHILD")
+        .expect("`child` is the second process of a cross-process test: MEMSHARD_STAMPEDE_CHILD");
     let parts: Vec<&str> = spec.split(' ').collect();
     let (mode, addr, key) = (parts[0], parts[1], parts[2]);
     match mode {
@@ -149,7 +198,11 @@ fn two_processes_of_a_hundred_threads_recompute_a_missing_key_once() {
     }
     eprintln!("2 x 100 threads: recomputes, errors, right values = {total:?}");
     assert_eq!(total, [1, 0, 200]);
-    // without protection, the same herd recomputes many times: what the lease saves
+    // stored for the 60 s asked, not without expiry
+    assert_ttl(&m, key, 60);
+    // without protection, the same herd recomputes many times: what the lease saves. The
+    // control must stampede, or the herd above proved nothing: each thread's miss comes long
+    // before the first 300 ms recompute ends, so (nearly) every thread recomputes.
     let plain = AtomicU64::new(0);
     let barrier = Barrier::new(100);
     std::thread::scope(|s| {
@@ -165,9 +218,11 @@ fn two_processes_of_a_hundred_threads_recompute_a_missing_key_once() {
             });
         }
     });
-    eprintln!(
-        "the same 100 threads without protection: {} recomputes",
-        plain.into_inner()
+    let plain = plain.into_inner();
+    eprintln!("the same 100 threads without protection: {plain} recomputes");
+    assert!(
+        plain >= 50,
+        "the unprotected control recomputed {plain} times: the threads did not overlap"
     );
 }
 
@@ -221,8 +276,21 @@ fn a_thousand_async_tasks_recompute_a_missing_key_once() {
         );
         assert_eq!((recomputes.load(Ordering::SeqCst), errors), (1, 0));
     });
+    assert_ttl(&m, "stampede:async", 60);
 }
 
+/// One reader's first answer, counted per thread: `first` is set by the first call of each
+/// thread only.
+fn count_first(first: &mut bool, counter: &AtomicU64) {
+    if std::mem::take(first) {
+        counter.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// After `invalidate`, 50 readers at once: one wins and recomputes; its recompute does not end
+/// before each of the other 49 readers has been served the stale value (a state, polled), so
+/// every one of them must have been: per thread, 49 first answers are the stale value and one
+/// (the winner's) is the new one.
 #[test]
 fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
     if !require("memcached") {
@@ -233,7 +301,8 @@ fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
     let key = "stampede:stale";
     c.set(key, "old", Duration::from_secs(60)).unwrap();
     assert_eq!(c.invalidate(key).unwrap(), memshard::DeleteOutcome::Deleted);
-    let (recomputes, stale, fresh, errors) = (
+    let (recomputes, first_stale, first_fresh, fresh, errors) = (
+        AtomicU64::new(0),
         AtomicU64::new(0),
         AtomicU64::new(0),
         AtomicU64::new(0),
@@ -244,16 +313,20 @@ fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
         for _ in 0..50 {
             s.spawn(|| {
                 barrier.wait();
+                let mut first = true;
                 // keep reading while the refresh runs; stop once the new value is served
                 loop {
                     let got = c.get_or_compute(key, Duration::from_secs(60), || {
                         recomputes.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_millis(500));
+                        wait_until("the 49 other readers served the stale value", || {
+                            first_stale.load(Ordering::SeqCst) == 49
+                        });
                         Ok::<_, std::io::Error>(b"new".to_vec())
                     });
                     match got.as_ref().map(|i| &i.value[..]) {
-                        Ok(b"old") => stale.fetch_add(1, Ordering::SeqCst),
+                        Ok(b"old") => count_first(&mut first, &first_stale),
                         Ok(b"new") => {
+                            count_first(&mut first, &first_fresh);
                             fresh.fetch_add(1, Ordering::SeqCst);
                             break;
                         }
@@ -268,51 +341,78 @@ fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
             });
         }
     });
-    let counts = [&recomputes, &stale, &fresh, &errors].map(|a| a.load(Ordering::SeqCst));
-    eprintln!("invalidate: recomputes, stale reads, fresh reads, errors = {counts:?}");
-    assert_eq!(counts[0], 1);
-    assert!(
-        counts[1] >= 49,
-        "the readers during the refresh were served the stale value"
+    let counts = [&recomputes, &first_stale, &first_fresh, &fresh, &errors]
+        .map(|a| a.load(Ordering::SeqCst));
+    eprintln!(
+        "invalidate: recomputes, readers first served stale, readers first served fresh, fresh \
+         reads, errors = {counts:?}"
     );
-    assert_eq!((counts[2], counts[3]), (50, 0));
+    assert_eq!(counts, [1, 49, 1, 50, 0]);
     assert_eq!(c.get(key).unwrap().unwrap().value, b"new");
+    assert_ttl(&m, key, 60);
     assert_eq!(
         c.invalidate("stampede:absent").unwrap(),
         memshard::DeleteOutcome::NotFound
     );
 }
 
+/// Early recache without waiting for a clock: a value with an hour left is served and never
+/// recomputed; touched down to 20 s left (below the 30 s of `early_recache`), 20 readers at
+/// once: one wins and recomputes while the value is still stored, and its recompute does not
+/// end before each of the other 19 has been served the old value (a state, polled).
 #[test]
 fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
     if !require("memcached") {
         return;
     }
     let m = Memcached::start(IP, 0, "");
-    let stampede = Stampede::default().early_recache(Duration::from_secs(2));
+    let stampede = Stampede::default().early_recache(Duration::from_secs(30));
     let c = client(&m.addr(), stampede);
     let key = "stampede:early";
-    // stored for 3 s: from the moment less than 2 s are left, one reader recomputes
-    c.set(key, "v1", Duration::from_secs(3)).unwrap();
-    let (recomputes, errors, served_v1) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
-    let still_there = AtomicU64::new(0);
+    c.set(key, "v1", Duration::from_secs(3600)).unwrap();
+    for _ in 0..50 {
+        let got = c
+            .get_or_compute(key, Duration::from_secs(3600), || {
+                Err::<Vec<u8>, _>(std::io::Error::other("recomputed with an hour left"))
+            })
+            .unwrap();
+        assert_eq!(got.value, b"v1");
+    }
+    assert_eq!(
+        c.touch(key, Duration::from_secs(20)).unwrap(),
+        memshard::TouchOutcome::Touched
+    );
+    let (recomputes, still_there, first_v1, first_v2, errors) = (
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    );
+    let barrier = Barrier::new(20);
     std::thread::scope(|s| {
         for _ in 0..20 {
             s.spawn(|| {
-                let deadline = Instant::now() + Duration::from_secs(30);
-                while Instant::now() < deadline {
-                    let got = c.get_or_compute(key, Duration::from_secs(3), || {
+                barrier.wait();
+                let mut first = true;
+                loop {
+                    let got = c.get_or_compute(key, Duration::from_secs(3600), || {
                         recomputes.fetch_add(1, Ordering::SeqCst);
                         // the old value is still stored: the refresh comes before expiry
                         if c.get(key).unwrap().is_some_and(|i| i.value == b"v1") {
                             still_there.fetch_add(1, Ordering::SeqCst);
                         }
-                        std::thread::sleep(Duration::from_millis(100));
+                        wait_until("the 19 other readers served v1", || {
+                            first_v1.load(Ordering::SeqCst) == 19
+                        });
                         Ok::<_, std::io::Error>(b"v2".to_vec())
                     });
                     match got.as_ref().map(|i| &i.value[..]) {
-                        Ok(b"v1") => served_v1.fetch_add(1, Ordering::SeqCst),
-                        Ok(b"v2") => break,
+                        Ok(b"v1") => count_first(&mut first, &first_v1),
+                        Ok(b"v2") => {
+                            count_first(&mut first, &first_v2);
+                            break;
+                        }
                         Ok(v) => panic!("wrong value {v:?}"),
                         Err(e) => {
                             eprintln!("{e}");
@@ -320,17 +420,20 @@ fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
                             break;
                         }
                     };
-                    std::thread::sleep(Duration::from_millis(5));
                 }
             });
         }
     });
-    let counts = [&recomputes, &still_there, &served_v1, &errors].map(|a| a.load(Ordering::SeqCst));
-    eprintln!("early recache: recomputes, refreshed before expiry, v1 reads, errors = {counts:?}");
-    assert_eq!(counts[0], 1);
-    assert_eq!(counts[1], 1);
-    assert!(counts[2] > 0);
-    assert_eq!(counts[3], 0);
+    let counts = [&recomputes, &still_there, &first_v1, &first_v2, &errors]
+        .map(|a| a.load(Ordering::SeqCst));
+    eprintln!(
+        "early recache: recomputes, refreshed before expiry, readers first served v1, readers \
+         first served v2, errors = {counts:?}"
+    );
+    assert_eq!(counts, [1, 1, 19, 1, 0]);
+    assert_eq!(c.get(key).unwrap().unwrap().value, b"v2");
+    // the refresh is stored for the hour asked, not for what was left of the old value
+    assert_ttl(&m, key, 3600);
 }
 
 #[test]
@@ -464,9 +567,10 @@ fn a_proxy_without_meta_gives_an_error_that_says_so() {
 }
 
 /// A hot key expiring again and again under 50 readers for 3 s, each recompute taking 50 ms:
-/// the backend calls with and without protection (printed for the closing note). With it, each
-/// expiry costs one call, and a 2 s TTL lasts at least 1 s of memcached's clock, so the calls
-/// are at most the seconds run plus one.
+/// the backend calls with and without protection. Without it the herd must stampede (more calls
+/// than the protected bound allows). With it, each expiry costs one call: a 2 s TTL lasts at
+/// least 1 s and at most 2 s of memcached's clock, so the calls are at least two (the first and
+/// one expiry) and at most the seconds run plus one.
 #[test]
 fn a_hot_key_under_load_costs_one_backend_call_per_expiry() {
     if !require("memcached") {
@@ -517,11 +621,23 @@ fn a_hot_key_under_load_costs_one_backend_call_per_expiry() {
             secs,
         )
     };
-    let (plain, plain_reads, _, _) = run(false);
+    let (plain, plain_reads, _, plain_secs) = run(false);
     let (protected, reads, errors, secs) = run(true);
     eprintln!(
         "hot key, 50 readers, 3 s, 2 s TTL: backend calls without protection {plain} ({plain_reads} reads), with protection {protected} ({reads} reads, {errors} errors)"
     );
     assert_eq!(errors, 0);
+    // the control stampedes: at its first miss alone, the readers that miss before the first
+    // 50 ms call ends all call the backend, far more than one call per expiry
+    assert!(
+        plain > plain_secs + 1,
+        "the unprotected control made {plain} calls in {plain_secs} s: no stampede to protect from"
+    );
+    // the value expired at least once during the run (a 2 s TTL lasts at most 2 s of
+    // memcached's clock, the run 3 s), and each expiry cost one call
+    assert!(
+        protected >= 2,
+        "{protected} calls in {secs} s: the value never expired (stored without its TTL?)"
+    );
     assert!(protected <= secs + 1, "{protected} calls in {secs} s");
 }

@@ -487,7 +487,8 @@ enum Status {
     Ok,
     /// memshard matches what the peer reads of its own value (the peer's round trip is lossy).
     PeerLossy,
-    /// Allowed: a serialized value memshard returns undecoded, with the right encoding.
+    /// Allowed ([`allowed_foreign`]): a format with no value in memshard's model, returned
+    /// undecoded with the right encoding.
     Foreign(String),
     /// The peer cannot hold the value: refused (by the peer, or by memshard with a message).
     Unsupported,
@@ -655,26 +656,22 @@ fn matrix(peers: &[Peer], outcomes: &[Outcome]) -> String {
 // peer → memshard
 // ---------------------------------------------------------------------------------------
 
-/// Cases the peer stores in a serialization format, where memshard may answer `foreign` with
-/// this encoding instead of the typed value (issue 15 allows it; typed is preferred and shown
-/// as `ok`).
+/// The only cases where memshard may answer `foreign` (with this encoding) instead of the typed
+/// value: the peer stores them in a serialization format that has no value in memshard's model,
+/// which memshard returns undecoded by design (src/value/mod.rs, "Foreign"). Everything else the
+/// peers write here is decoded, so a decoder that fell back to `foreign` fails:
+/// - php `*_igbinary` (flags type 5, `Memcached::SERIALIZER_IGBINARY`): memshard has no igbinary
+///   reader (src/value/php.rs: type 5 is `Foreign`).
+/// - spymemcached `int_2p64`, `list`, `map` (flags 0x1): Java serialization of a BigInteger, an
+///   ArrayList and a HashMap (SerializingTranscoder:161-164); memshard does not read Java's
+///   object stream (src/value/spymemcached.rs: 0x1 is `Foreign`).
+///
+/// Not listed, so decoded: php's `serialize()` (type 4: null, arrays as `json`) and msgpack
+/// (type 7: scalars, arrays as `msgpack`), pylibmc's pickles (floats, None, lists, str-keyed
+/// dicts), dalli's Marshal (nil, floats, arrays, hashes, symbols), node's JSON.
 fn allowed_foreign(peer: &str, case: &str) -> Option<&'static str> {
     match peer {
-        // igbinary (type 5) and msgpack (type 7) when the client is set so; otherwise Debian's
-        // memcached.ini serializer=php (type 4) for null and arrays (php_memcached.c:98-105,
-        // :1069-1077). JSON (type 6) is never foreign.
         "php" if case.ends_with("_igbinary") => Some("igbinary"),
-        "php" if case.ends_with("_msgpack") => Some("msgpack"),
-        "php" if matches!(case, "null" | "list" | "map") => Some("php-serialize"),
-        // flags 1: everything but str, bytes, bool and int is pickled (_pylibmcmodule.c:1214-1245)
-        "pylibmc" if case.starts_with("float_") || matches!(case, "null" | "list" | "map") => {
-            Some("pickle")
-        }
-        // flags 1 on every value, Marshal by default (value_serializer.rb:20-34); values of the
-        // JSON serializer are JSON, never foreign
-        "dalli" if !case.ends_with("_json_serializer") => Some("ruby-marshal"),
-        // flags 1: BigInteger, collections and maps are Java-serialized (SerializingTranscoder
-        // :161-164)
         "spymemcached" if matches!(case, "int_2p64" | "list" | "map") => Some("java-serialized"),
         _ => None,
     }

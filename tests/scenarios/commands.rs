@@ -974,8 +974,10 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
 
 /// A libmemcached configuration string and a twemproxy pool given to `peer_config`: the
 /// client's ring is the one the configuration describes (flavour, key hash, hash tag), keys go
-/// where that ring says under the configured namespace, and its failure policy applies.
-pub async fn peer_config_places_keys_as_the_peer_does<C: ParityApi>() {
+/// where that ring says under the configured namespace, and its failure policy applies. No peer
+/// runs here: that the peer itself places keys so is checked against the real libmemcached, with
+/// a configuration string and its `--NAMESPACE=`, in tests/prefix_live.rs (`lmc_cases`).
+pub async fn peer_config_keys_go_where_the_configured_ring_says<C: ParityApi>() {
     let c = Cluster::on_free_ports(&[1, 1, 1]);
     let servers: String = c
         .servers

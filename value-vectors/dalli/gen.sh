@@ -20,6 +20,6 @@ ver=$(ruby -e 'require "dalli"; print Dalli::VERSION')
 start_memcached
 trap stop_memcached EXIT
 tmp=$(mktemp)
-FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '@2020-01-01 00:00:00' ruby gen.rb "$PORT" > "$tmp"
+FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '2020-01-01 00:00:00' ruby gen.rb "$PORT" > "$tmp"
 chmod 644 "$tmp"; mv "$tmp" ../dalli.json
 echo "dalli: $(grep -c "\"reads_back_same\""  ../dalli.json) cases -> value-vectors/dalli.json"

@@ -317,7 +317,7 @@ public class SpyValues {
 
     StringBuilder o = new StringBuilder();
     o.append("{\n  \"peer\": \"spymemcached\",\n");
-    o.append("  \"versions\": {\"spymemcached\": \"2.12.3 (Debian libspymemcached-java)\", \"java\": " + str(System.getProperty("java.version"))
+    o.append("  \"versions\": {\"spymemcached\": \"2.12.3 (Debian libspymemcached-java)\", \"java\": " + str(String.valueOf(Runtime.version().feature()))
         + ", \"memcached server\": " + str(serverVersion) + "},\n");
     o.append("  \"recipes\": {\"text(n)\": " + str("the first n characters of \"" + TEXT + "\" repeated")
         + ", \"noise(n)\": \"new java.util.Random(20240601L).nextBytes(new byte[n])\"},\n");
