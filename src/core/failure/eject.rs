@@ -3,6 +3,7 @@
 //! for the blocking client, a task for the async one) probes every down server of a client.
 
 use super::health::{Availability, Transition};
+use super::rejoin::Cleanup;
 use crate::core::Core;
 use crate::core::view::Member;
 use crate::error::{Error, Result};
@@ -85,6 +86,25 @@ impl<P: ServerPool> Core<P> {
             self.rebuild_routing();
         }
         Ok(self.watch_down(m))
+    }
+
+    /// The prober could not delete `left` (copies of another server's keys) on fallback `f`,
+    /// or `f` is down: `f` deletes them itself before it takes reads again (its rejoin log),
+    /// and is kept out of reads until it has. Called by the prober, which then watches it too.
+    pub(crate) fn hand_over(&self, f: &Arc<Member<P>>, left: Cleanup) {
+        // recorded before the routing changes: writes routed away from it are recorded too
+        f.rejoin.hand_over(left);
+        if !f.health.is_down()
+            && f.health
+                .hold_down(&self.failures.policy, self.failures.epoch, Instant::now())
+                == Transition::WentDown
+        {
+            f.pool.invalidate();
+            observe::ejected(&f.server.addr);
+            self.rebuild_routing();
+        }
+        // the prober calling this runs: nothing to start
+        let _ = self.watch_down(f);
     }
 
     /// Have the prober watch `m`; true when no prober runs yet (the caller starts one).
