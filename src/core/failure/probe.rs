@@ -298,9 +298,17 @@ pub(crate) mod tests {
 
     /// A core over four servers (never connected) with auto-eject and a long retry timeout.
     pub(crate) fn core(limit: usize) -> Core<NoPool> {
+        core_with(
+            limit,
+            FailurePolicy::new(1, Duration::from_secs(3600), true),
+        )
+    }
+
+    /// A core over four servers (never connected) with `policy`.
+    pub(crate) fn core_with(limit: usize, policy: FailurePolicy) -> Core<NoPool> {
         let settings = crate::Builder::<crate::Client>::default()
             .servers((1..=4).map(|i| Server::new("127.0.0.1", 1100 + i)))
-            .failure_policy(FailurePolicy::new(1, Duration::from_secs(3600), true))
+            .failure_policy(policy)
             .rejoin_limit(limit)
             .checked()
             .expect("settings");
