@@ -676,4 +676,43 @@ pub(crate) mod tests {
         r.restart();
         assert_eq!(first(&mut r), s);
     }
+
+    /// A fallback skipped before the rejoin (gone, or down and handed its copies) is this
+    /// log's no more: the rejoin does not hand it back for another pass.
+    #[test]
+    fn a_fallback_skipped_before_the_rejoin_is_not_left_for_after_it() {
+        for gone in [true, false] {
+            let core = core(1000);
+            let c = eject(&core, 0);
+            let written = write(&core, 0, 100, "k");
+            let skipped = written.values().next().expect("a key").clone();
+            if gone {
+                let keep: Vec<Server> = core
+                    .view()
+                    .members
+                    .iter()
+                    .filter(|m| m.server.addr != skipped)
+                    .map(|m| m.server.clone())
+                    .collect();
+                core.set_servers(keep).expect("set_servers");
+            } else {
+                let view = core.view();
+                let i = view.members.iter().position(|m| m.server.addr == skipped);
+                eject(&core, i.expect("configured"));
+            }
+            let mut r = Rejoin::new(&core, &c);
+            r.ran(true);
+            r.ran(true);
+            assert!(matches!(r.target(), Some(Target::Fallback(_))));
+            // written during the sweeps: there is something to do after the rejoin
+            let late = write(&core, 0, 3, "late");
+            assert!(late.values().all(|f| *f != skipped));
+            while !r.rejoined {
+                r.ran(true);
+            }
+            assert!(matches!(r.phase, Phase::Final { .. }));
+            let after: Vec<&str> = r.sweeps.iter().map(|(a, _)| a.as_str()).collect();
+            assert!(!after.contains(&skipped.as_str()), "gone {gone}: {after:?}");
+        }
+    }
 }
