@@ -1,7 +1,7 @@
 //! Routing one key, or many keys grouped by the server that owns them, on one view.
 
 use super::Core;
-use super::view::Member;
+use super::view::{Member, View};
 use crate::error::{Error, Result};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -33,19 +33,39 @@ fn no_points() -> Error {
 }
 
 impl<P> Core<P> {
-    /// Route `key`; `write`: it is written or deleted (recorded for an ejected owner).
+    /// Route `key`; `write`: it is written or deleted (recorded for an ejected owner; routed
+    /// again on the view in force if the owner rejoined meanwhile, see [`Core::recorded`]).
     pub(crate) fn route<'k>(&self, key: &'k [u8], write: bool) -> Result<Routed<'k, P>> {
         let wire = self.keys.wire(key)?;
         let hashed = self.keys.hashed(key, &wire);
-        let view = self.view.load();
-        let i = view.owner(hashed).ok_or_else(no_points)?;
-        if write {
-            view.record_redirected(hashed, i, &wire);
+        loop {
+            let view = self.view.load();
+            let i = view.owner(hashed).ok_or_else(no_points)?;
+            if write && !self.recorded(&view, hashed, i, &wire) {
+                continue;
+            }
+            return Ok(Routed {
+                member: view.members[i].clone(),
+                wire,
+            });
         }
-        Ok(Routed {
-            member: view.members[i].clone(),
-            wire,
-        })
+    }
+
+    /// Record a write routed on `view` to member `owner` ([`View::record_redirected`]). False
+    /// when the key's owner was ejected in `view` but has rejoined since (its log no longer
+    /// records): the write must be routed again on the view in force, or it would leave a copy
+    /// on a fallback nobody cleans, and the returned owner's own copy stale. A `view` still in
+    /// force whose ejected owner does not record yet is one being ejected right now: recorded
+    /// all the same.
+    fn recorded(&self, view: &View<P>, hashed: &[u8], owner: usize, wire: &[u8]) -> bool {
+        if view.record_redirected(hashed, owner, wire, false) {
+            return true;
+        }
+        let current = std::ptr::eq(view, &**self.view.load());
+        if current {
+            view.record_redirected(hashed, owner, wire, true);
+        }
+        current
     }
 
     /// The copy `key` is on now: the owner's address and the key as sent (for routes between
@@ -97,7 +117,6 @@ impl<P> Core<P> {
                 }
             }
         }
-        let view = self.view.load_full();
         let hashed: Vec<&[u8]> = valid
             .iter()
             .map(|&i| match &wires[i] {
@@ -105,17 +124,24 @@ impl<P> Core<P> {
                 None => keys[i],
             })
             .collect();
-        let mut owner = vec![usize::MAX; keys.len()];
-        // Batch routing: four md5s at a time for the common case.
-        view.routing
-            .route_each(&hashed, |j, s| owner[valid[j]] = view.to_member[s]);
-        if write {
-            for (j, &i) in valid.iter().enumerate() {
-                if let (Some(w), true) = (&wires[i], owner[i] != usize::MAX) {
-                    view.record_redirected(hashed[j], owner[i], w);
-                }
+        let (view, owner) = loop {
+            let view = self.view.load_full();
+            let mut owner = vec![usize::MAX; keys.len()];
+            // Batch routing: four md5s at a time for the common case.
+            view.routing
+                .route_each(&hashed, |j, s| owner[valid[j]] = view.to_member[s]);
+            // routed again on the view in force if an owner rejoined meanwhile
+            let stale = write
+                && valid.iter().enumerate().any(|(j, &i)| match &wires[i] {
+                    Some(w) if owner[i] != usize::MAX => {
+                        !self.recorded(&view, hashed[j], owner[i], w)
+                    }
+                    _ => false,
+                });
+            if !stale {
+                break (view, owner);
             }
-        }
+        };
         drop(hashed);
         let mut by_member: Vec<Option<Group<'k, P>>> = view.members.iter().map(|_| None).collect();
         for &i in &valid {
@@ -144,4 +170,77 @@ pub(crate) fn finish<T>(out: Vec<Option<Result<T>>>) -> Vec<Result<T>> {
     out.into_iter()
         .map(|r| r.unwrap_or_else(|| Err(Error::Config("no result for this key".into()))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::failure::probe::tests::{core, eject};
+    use crate::core::failure::rejoin::Cleanup;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn a_write_routed_before_a_rejoin_is_routed_again() {
+        let core = core(100);
+        let c = eject(&core, 0);
+        let full = core.ring();
+        let key = (0..)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|k| full.route(k) == Some(0))
+            .expect("a key of server 0");
+        let old = core.view();
+        let fallback = old.owner(&key).expect("routed");
+        assert_ne!(fallback, 0);
+        // the rejoin: back in the ring, then its log stops recording
+        c.health.success();
+        core.rebuild_routing();
+        let _ = c.rejoin.rejoined();
+        assert!(!core.recorded(&old, &key, fallback, &key), "route again");
+        assert_eq!(c.rejoin.pending(), Cleanup::Nothing);
+        let r = core.route(&key, true).expect("routed");
+        assert!(Arc::ptr_eq(&r.member, &c), "to the returned server");
+        // a view in force whose ejected owner does not record yet: it is being ejected now
+        let p = &core.failures.policy;
+        c.health.hold_down(p, core.failures.epoch, Instant::now());
+        core.rebuild_routing();
+        let now = core.view();
+        let fallback = now.owner(&key).expect("routed");
+        assert!(core.recorded(&now, &key, fallback, &key));
+        assert_eq!(c.rejoin.pending(), Cleanup::Delete(vec![key.clone()]));
+        let copies = c.rejoin.pending_copies();
+        assert_eq!(copies.len(), 1);
+        assert_eq!(copies[0].0, now.members[fallback].server.addr);
+    }
+
+    #[test]
+    fn multi_key_writes_record_their_fallbacks() {
+        let core = core(100);
+        let c = eject(&core, 0);
+        let full = core.ring();
+        let keys: Vec<Vec<u8>> = (0..)
+            .map(|i| format!("k{i}").into_bytes())
+            .filter(|k| full.route(k) == Some(0))
+            .take(20)
+            .collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let mut out: Vec<Option<crate::Result<()>>> = refs.iter().map(|_| None).collect();
+        let groups = core.group(&refs, &mut out, true);
+        assert!(groups.iter().all(|g| !Arc::ptr_eq(&g.member, &c)));
+        let mut copies = 0;
+        for (addr, todo) in c.rejoin.pending_copies() {
+            let g = groups
+                .iter()
+                .find(|g| g.member.server.addr == addr)
+                .expect("a group");
+            let Cleanup::Delete(mut k) = todo else {
+                panic!("{todo:?}")
+            };
+            k.sort();
+            let mut want: Vec<Vec<u8>> = g.wire.iter().map(|w| w.to_vec()).collect();
+            want.sort();
+            assert_eq!(k, want);
+            copies += k.len();
+        }
+        assert_eq!(copies, keys.len());
+    }
 }

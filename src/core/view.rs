@@ -48,19 +48,29 @@ impl<P> View<P> {
 
     /// A write or delete of `wire` (hashed as `hashed`) goes to member `owner`: if a server is
     /// ejected and the key's owner on the full ring is another member, that one records it
-    /// ([`RejoinLog`]), to delete it when it returns.
-    pub(crate) fn record_redirected(&self, hashed: &[u8], owner: usize, wire: &[u8]) {
+    /// ([`RejoinLog`]) with `owner` as the fallback holding the copy, to delete it on both when
+    /// it returns. False when that member's log is not out, so nothing was recorded (unless
+    /// `anyway`): this view is from before its rejoin, or it is being ejected right now.
+    pub(crate) fn record_redirected(
+        &self,
+        hashed: &[u8],
+        owner: usize,
+        wire: &[u8],
+        anyway: bool,
+    ) -> bool {
         if self.to_member.len() == self.members.len() {
-            return; // nobody ejected
+            return true; // nobody ejected
         }
-        if let Some(m) = self
-            .full
-            .route(hashed)
-            .filter(|&i| i != owner)
-            .and_then(|i| self.members.get(i))
-        {
-            m.rejoin.record(wire);
-        }
+        let (Some(out), Some(fallback)) = (
+            self.full
+                .route(hashed)
+                .filter(|&i| i != owner)
+                .and_then(|i| self.members.get(i)),
+            self.members.get(owner),
+        ) else {
+            return true;
+        };
+        out.rejoin.record_copy(wire, &fallback.server.addr, anyway)
     }
 
     /// The members for `ring`'s servers: a server already present (same host and port) keeps

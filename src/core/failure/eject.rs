@@ -3,6 +3,7 @@
 //! for the blocking client, a task for the async one) probes every down server of a client.
 
 use super::health::{Availability, Transition};
+use super::rejoin::Cleanup;
 use crate::core::Core;
 use crate::core::view::Member;
 use crate::error::{Error, Result};
@@ -85,6 +86,25 @@ impl<P: ServerPool> Core<P> {
             self.rebuild_routing();
         }
         Ok(self.watch_down(m))
+    }
+
+    /// The prober could not delete `left` (copies of another server's keys) on fallback `f`,
+    /// or `f` is down: `f` deletes them itself before it takes reads again (its rejoin log),
+    /// and is kept out of reads until it has. Called by the prober, which then watches it too.
+    pub(crate) fn hand_over(&self, f: &Arc<Member<P>>, left: Cleanup) {
+        // recorded before the routing changes: writes routed away from it are recorded too
+        f.rejoin.hand_over(left);
+        if !f.health.is_down()
+            && f.health
+                .hold_down(&self.failures.policy, self.failures.epoch, Instant::now())
+                == Transition::WentDown
+        {
+            f.pool.invalidate();
+            observe::ejected(&f.server.addr);
+            self.rebuild_routing();
+        }
+        // the prober calling this runs: nothing to start
+        let _ = self.watch_down(f);
     }
 
     /// Have the prober watch `m`; true when no prober runs yet (the caller starts one).
@@ -176,5 +196,182 @@ impl<P: ServerPool> Core<P> {
             server: m.server.addr.clone(),
             retry_in,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FailurePolicy;
+    use crate::core::failure::probe::tests::{NoPool, core, core_with, eject};
+    use crate::core::failure::rejoin::Cleanup;
+
+    fn io(server: &str) -> Error {
+        Error::Protocol {
+            server: server.to_string(),
+            detail: "lost".into(),
+        }
+    }
+
+    fn watched(core: &Core<NoPool>) -> Vec<String> {
+        let p = core.failures.probes.lock().unwrap();
+        p.members.iter().map(|m| m.server.addr.clone()).collect()
+    }
+
+    fn live(core: &Core<NoPool>) -> usize {
+        core.current_ring().servers().len()
+    }
+
+    /// How long until `m` is probed.
+    fn retry_in(core: &Core<NoPool>, m: &Member<NoPool>) -> Duration {
+        match m.health.availability(core.failures.epoch, Instant::now()) {
+            Availability::Down(d) => d,
+            Availability::Probe => Duration::ZERO,
+            Availability::Up => panic!("up"),
+        }
+    }
+
+    #[test]
+    fn a_server_failure_ejects_and_watches_it() {
+        let core = core(10);
+        let m = core.view().members[1].clone();
+        let addr = m.server.addr.clone();
+        // errors about the request say nothing about the server
+        assert!(!core.observe(&m, Some(&Error::Config("bad".into()))));
+        assert!(!m.health.is_down());
+        assert!(!core.observe(
+            &m,
+            Some(&Error::Server {
+                server: addr.clone(),
+                message: "busy".into(),
+            })
+        ));
+        assert!(!m.health.is_down());
+        assert!(
+            core.observe(&m, Some(&io(&addr))),
+            "the first one down starts the prober"
+        );
+        assert!(m.health.is_down() && m.rejoin.is_out() && live(&core) == 3);
+        assert_eq!(watched(&core), std::slice::from_ref(&addr));
+        let other = core.view().members[2].clone();
+        assert!(
+            !core.observe(&other, Some(&io("x"))),
+            "a prober runs already"
+        );
+        assert_eq!(watched(&core).len(), 2);
+        assert!(!core.observe(&m, Some(&io(&addr))), "already down");
+        assert_eq!(watched(&core).len(), 2, "watched once");
+    }
+
+    #[test]
+    fn a_server_answering_before_its_cleanup_stays_out() {
+        let core = core(10);
+        let m = eject(&core, 1);
+        assert!(core.observe(&m, None), "held down again, watched");
+        assert!(m.health.is_down() && live(&core) == 3);
+        // without a log to clean (no auto-eject record) it comes back at once
+        let n = core.view().members[2].clone();
+        let p = &core.failures.policy;
+        n.health.hold_down(p, core.failures.epoch, Instant::now());
+        core.rebuild_routing();
+        assert_eq!(live(&core), 2);
+        assert!(!core.observe(&n, None));
+        assert!(!n.health.is_down() && live(&core) == 3);
+    }
+
+    #[test]
+    fn a_write_elsewhere_takes_the_owner_out() {
+        let core = core(10);
+        let key = b"some-key";
+        let owner = core.route(key, false).expect("routed").member;
+        assert!(
+            core.written_elsewhere(key).expect("recorded"),
+            "starts the prober"
+        );
+        assert!(owner.health.is_down() && owner.rejoin.is_out() && live(&core) == 3);
+        assert_eq!(owner.rejoin.pending(), Cleanup::Delete(vec![key.to_vec()]));
+        let before = retry_in(&core, &owner);
+        assert!(!core.written_elsewhere(b"some-key").expect("recorded"));
+        let after = retry_in(&core, &owner);
+        assert!(
+            after <= before,
+            "a server already down keeps its retry time"
+        );
+        assert_eq!(watched(&core), std::slice::from_ref(&owner.server.addr));
+    }
+
+    #[test]
+    fn a_fallback_handed_copies_is_taken_out_and_watched() {
+        let core = core(10);
+        let f = core.view().members[2].clone();
+        core.hand_over(&f, Cleanup::Delete(vec![b"a".to_vec()]));
+        assert!(f.health.is_down() && f.rejoin.is_out() && live(&core) == 3);
+        assert_eq!(f.rejoin.pending(), Cleanup::Delete(vec![b"a".to_vec()]));
+        assert_eq!(watched(&core), std::slice::from_ref(&f.server.addr));
+        let before = retry_in(&core, &f);
+        core.hand_over(&f, Cleanup::Delete(vec![b"b".to_vec()]));
+        let after = retry_in(&core, &f);
+        assert!(
+            after <= before,
+            "a server already down keeps its retry time"
+        );
+        assert!(matches!(f.rejoin.pending(), Cleanup::Delete(k) if k.len() == 2));
+        assert_eq!(watched(&core).len(), 1);
+    }
+
+    #[test]
+    fn the_probe_schedule() {
+        let core = core_with(10, FailurePolicy::new(1, Duration::ZERO, true));
+        assert_eq!(core.probes_left(), None, "nobody down: the prober ends");
+        assert!(core.probe_round().is_empty());
+        let m = eject(&core, 0);
+        assert!(core.watch_down(&m), "no prober running: start one");
+        assert!(!core.watch_down(&m));
+        assert_eq!(core.probe_round().len(), 1, "its retry timeout has passed");
+        assert_eq!(core.probes_left(), Some(Duration::from_millis(1)));
+        assert!(
+            matches!(core.available(&m), Err(Error::ServerDown { retry_in, .. }) if retry_in == Duration::ZERO)
+        );
+        m.health.success();
+        assert_eq!(core.available(&m).ok(), Some(()));
+        assert_eq!(core.probes_left(), None, "back: the prober ends");
+        assert!(
+            core.watch_down(&m),
+            "and the next one down starts a new one"
+        );
+        core.prober_not_started();
+        assert!(watched(&core).is_empty());
+        assert!(core.watch_down(&m));
+
+        let core = core_with(10, FailurePolicy::new(1, Duration::from_secs(30), true));
+        let m = eject(&core, 0);
+        assert!(core.watch_down(&m));
+        assert!(
+            core.probe_round().is_empty(),
+            "not before its retry timeout"
+        );
+        assert_eq!(
+            core.probes_left(),
+            Some(MAX_PROBE_WAIT),
+            "the longest sleep"
+        );
+        assert!(
+            matches!(core.available(&m), Err(Error::ServerDown { retry_in, .. }) if retry_in > Duration::ZERO)
+        );
+        let short = core_with(10, FailurePolicy::new(1, Duration::from_millis(50), true));
+        let m = eject(&short, 0);
+        assert!(short.watch_down(&m));
+        let wait = short.probes_left().expect("down");
+        assert!(
+            wait <= Duration::from_millis(50) && wait >= Duration::from_millis(1),
+            "{wait:?}"
+        );
+        // a server removed from the list is not probed any longer
+        let keep: Vec<_> = short.view().members[1..]
+            .iter()
+            .map(|m| m.server.clone())
+            .collect();
+        short.set_servers(keep).expect("set_servers");
+        assert_eq!(short.probes_left(), None);
     }
 }

@@ -7,14 +7,14 @@
 //! | `call` | one request's verdict after a failure; its metrics and trace span |
 //! | `health` | one server's failure count and down state, a state machine with the clock passed in |
 //! | `eject` | outcomes → health → ejection: marking down, the ring over live servers, the probe schedule |
-//! | `probe` | the exchange that brings a down server back |
-//! | `rejoin` | the keys written elsewhere while a server was out, deleted before it takes reads |
+//! | `probe` | the exchanges that bring a down server back: on it, then on its fallbacks |
+//! | `rejoin` | the keys written elsewhere while a server was out, and where: deleted on it and on those fallbacks before it takes reads |
 //!
 //! [`Failures`] is the type a reader looks for: a client's failure state, held by its `Core`.
 //! What the clients call: `Core::call` and `Core::ended` around every request (`call`),
 //! [`call::after_failure`] after a failed exchange, `Core::available` before a checkout,
 //! `Core::probe_round` / `Core::probes_left` from their prober, and [`probe::Rejoin`] as the
-//! prober's exchange (`eject`, `probe`).
+//! prober's exchanges: where to run the next one, and how it went (`eject`, `probe`).
 //!
 //! May import: `core` (its exchanges, view and `Core`), `settings`,
 //! `error`, `observe`. Never a socket.
