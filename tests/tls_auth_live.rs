@@ -1,0 +1,159 @@
+//! The library's own live tests of TLS (`memcached -Z`) and authentication (`-Y`), on both
+//! clients, against real memcached on loopback (the CLI's cli/tests/tls_live.rs covers the rest
+//! through the same helpers, tests/common/tls.rs):
+//!
+//! - a client certificate made as memcached's TLS guides make it (openssl, X.509 version 1) is
+//!   presented and accepted;
+//!
+//! Servers listen on 127.0.16.50 to 127.0.16.59 (tls_live uses lower ones; test binaries run
+//! one at a time), each on a free port.
+#![allow(async_fn_in_trait)]
+
+mod common;
+#[path = "common/tls.rs"]
+mod tls;
+
+use common::servers::{Memcached, require};
+use memshard::{
+    Builder, Credentials, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig, TlsProblem, aio,
+};
+use std::sync::OnceLock;
+use std::time::Duration;
+use tls::{NAME, Spec, certs, ip};
+
+/// The operations the tests use, on both clients.
+trait Kind: Sized {
+    const NAME: &'static str;
+    fn builder() -> Builder<Self>;
+    fn build(b: Builder<Self>) -> memshard::Result<Self>;
+    async fn get(&self, key: &str) -> memshard::Result<Option<Item>>;
+    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome>;
+}
+
+impl Kind for memshard::Client {
+    const NAME: &'static str = "memshard::Client";
+    fn builder() -> Builder<Self> {
+        memshard::Client::builder()
+    }
+    fn build(b: Builder<Self>) -> memshard::Result<Self> {
+        b.build()
+    }
+    async fn get(&self, key: &str) -> memshard::Result<Option<Item>> {
+        memshard::Client::get(self, key)
+    }
+    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome> {
+        memshard::Client::set(self, key, value, Expiry::NEVER)
+    }
+}
+
+impl Kind for aio::Client {
+    const NAME: &'static str = "memshard::aio::Client";
+    fn builder() -> Builder<Self> {
+        aio::Client::builder()
+    }
+    fn build(b: Builder<Self>) -> memshard::Result<Self> {
+        b.build()
+    }
+    async fn get(&self, key: &str) -> memshard::Result<Option<Item>> {
+        aio::Client::get(self, key).await
+    }
+    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome> {
+        aio::Client::set(self, key, value, Expiry::NEVER).await
+    }
+}
+
+/// Runs the scenario for the blocking client, then for the async one (built inside a runtime).
+macro_rules! both {
+    ($f:ident ($($arg:expr),*)) => {
+        for which in 0..2 {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(async {
+                    match which {
+                        0 => $f::<memshard::Client>($($arg),*).await,
+                        _ => $f::<aio::Client>($($arg),*).await,
+                    }
+                });
+        }
+    };
+}
+
+/// A client of `list` with generous timeouts, every request reaching the server.
+fn try_client<C: Kind>(
+    list: &str,
+    tls: Option<TlsConfig>,
+    creds: Option<Credentials>,
+) -> memshard::Result<C> {
+    let mut b = C::builder()
+        .server_list(list)
+        .expect("server list")
+        .pool_size(2)
+        .connect_timeout(Duration::from_secs(5))
+        .read_timeout(Duration::from_secs(5))
+        .write_timeout(Duration::from_secs(5))
+        .checkout_timeout(Duration::from_secs(5))
+        .failure_policy(FailurePolicy::default().with_failure_limit(0));
+    if let Some(t) = tls {
+        b = b.tls(t);
+    }
+    if let Some(c) = creds {
+        b = b.credentials(c);
+    }
+    C::build(b)
+}
+
+fn client<C: Kind>(list: &str, tls: Option<TlsConfig>, creds: Option<Credentials>) -> C {
+    try_client(list, tls, creds).unwrap_or_else(|e| panic!("{}: build: {e}", C::NAME))
+}
+
+/// Trusts the test CA; verifies no name unless told.
+fn ca() -> TlsConfig {
+    TlsConfig::new()
+        .ca_file(&certs().ca)
+        .expect("the test CA file")
+}
+
+struct Servers {
+    /// TLS, ssl_verify_mode=3: a client certificate of the test CA required.
+    mutual: Memcached,
+}
+
+fn servers() -> Option<&'static Servers> {
+    static S: OnceLock<Option<Servers>> = OnceLock::new();
+    S.get_or_init(|| {
+        require("memcached").then(|| Servers {
+            mutual: Spec::tls().verify(3).start(ip(50), 0),
+        })
+    })
+    .as_ref()
+}
+
+// ---------------------------------------------------------------------------------------
+// a client certificate as memcached's guides make it
+// ---------------------------------------------------------------------------------------
+
+async fn v1_client_certificate<C: Kind>(s: &Servers) {
+    let pair = tls::openssl_v1_client();
+    let tls = ca()
+        .server_name(NAME)
+        .client_cert_files(&pair.cert, &pair.key)
+        .expect("the openssl client certificate and key");
+    let c: C = try_client(&s.mutual.addr(), Some(tls), None)
+        .unwrap_or_else(|e| panic!("{}: a version 1 client certificate: {e}", C::NAME));
+    let key = format!("v1:{}", C::NAME);
+    assert_eq!(c.set(&key, b"v1").await.unwrap(), StoreOutcome::Stored);
+    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"v1");
+    assert_eq!(s.mutual.raw_get(key.as_bytes()), Some(b"v1".to_vec()));
+}
+
+#[test]
+fn a_version_1_client_certificate_made_with_openssl_is_presented_and_accepted() {
+    if !require("openssl") {
+        return;
+    }
+    let Some(s) = servers() else { return };
+    both!(v1_client_certificate(s));
+}
