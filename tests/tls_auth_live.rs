@@ -4,6 +4,7 @@
 //!
 //! - a client certificate made as memcached's TLS guides make it (openssl, X.509 version 1) is
 //!   presented and accepted;
+//! - a server list's `tls_name=` is the name verified in the handshake;
 //!
 //! Servers listen on 127.0.16.50 to 127.0.16.59 (tls_live uses lower ones; test binaries run
 //! one at a time), each on a free port.
@@ -15,11 +16,12 @@ mod tls;
 
 use common::servers::{Memcached, require};
 use memshard::{
-    Builder, Credentials, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig, TlsProblem, aio,
+    Builder, Credentials, Error, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig, TlsProblem,
+    aio,
 };
 use std::sync::OnceLock;
 use std::time::Duration;
-use tls::{NAME, Spec, certs, ip};
+use tls::{NAME, Spec, TLS_NAME, certs, ip};
 
 /// The operations the tests use, on both clients.
 trait Kind: Sized {
@@ -119,6 +121,8 @@ fn ca() -> TlsConfig {
 struct Servers {
     /// TLS, ssl_verify_mode=3: a client certificate of the test CA required.
     mutual: Memcached,
+    /// TLS with the certificate that holds only [`TLS_NAME`].
+    named: Memcached,
 }
 
 fn servers() -> Option<&'static Servers> {
@@ -126,6 +130,7 @@ fn servers() -> Option<&'static Servers> {
     S.get_or_init(|| {
         require("memcached").then(|| Servers {
             mutual: Spec::tls().verify(3).start(ip(50), 0),
+            named: Spec::tls().cert(&certs().named).start(ip(51), 0),
         })
     })
     .as_ref()
@@ -156,4 +161,37 @@ fn a_version_1_client_certificate_made_with_openssl_is_presented_and_accepted() 
     }
     let Some(s) = servers() else { return };
     both!(v1_client_certificate(s));
+}
+
+// ---------------------------------------------------------------------------------------
+// tls_name= of the server list
+// ---------------------------------------------------------------------------------------
+
+async fn tls_name<C: Kind>(s: &Servers) {
+    let addr = s.named.addr();
+    // The server is listed by address; its certificate holds only TLS_NAME. The name set for
+    // every server is a wrong one: the line's tls_name= comes first.
+    let list = format!("{addr} tls_name={TLS_NAME}");
+    let c: C = client(&list, Some(ca().server_name(NAME)), None);
+    let key = format!("tls_name:{}", C::NAME);
+    assert_eq!(c.set(&key, b"named").await.unwrap(), StoreOutcome::Stored);
+    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"named");
+
+    // a tls_name= the certificate does not hold fails the handshake, as a name mismatch
+    let list = format!("{addr} tls_name=other.test");
+    let c: C = client(&list, Some(ca().server_name(TLS_NAME)), None);
+    match c.get(&key).await {
+        Err(Error::Tls {
+            server,
+            problem: TlsProblem::NameMismatch,
+            ..
+        }) => assert_eq!(server, addr),
+        other => panic!("{}: wrong tls_name= gave {other:?}", C::NAME),
+    }
+}
+
+#[test]
+fn the_server_lists_tls_name_is_the_name_verified() {
+    let Some(s) = servers() else { return };
+    both!(tls_name(s));
 }

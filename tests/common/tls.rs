@@ -36,6 +36,10 @@ pub fn ip(n: u8) -> Ipv4Addr {
 /// The name every server certificate holds besides the addresses.
 pub const NAME: &str = "cache.test";
 
+/// The only name the `named` server certificate holds: reached by address, a client verifies
+/// it only if told to (`tls_name=` in the server list).
+pub const TLS_NAME: &str = "named.test";
+
 /// The user name of the `-Y` servers.
 pub const USER: &str = "memshard";
 
@@ -61,6 +65,8 @@ pub struct Certs {
     pub expired: Pair,
     /// As `server`, signed by `other_ca`.
     pub foreign: Pair,
+    /// Signed by `ca`, valid only for [`TLS_NAME`] (no address, not [`NAME`]).
+    pub named: Pair,
     /// A client certificate signed by `ca`.
     pub client: Pair,
     /// A client certificate signed by `other_ca`.
@@ -100,6 +106,10 @@ fn make() -> Certs {
     let server = pair("server", leaf(&ca, &sans, Use::Server, false));
     let expired = pair("expired", leaf(&ca, &sans, Use::Server, true));
     let foreign = pair("foreign", leaf(&other, &sans, Use::Server, false));
+    let named = pair(
+        "named",
+        leaf(&ca, &[TLS_NAME.to_string()], Use::Server, false),
+    );
     let client = pair("client", leaf(&ca, &[], Use::Client, false));
     let other_client = pair("other-client", leaf(&other, &[], Use::Client, false));
 
@@ -113,6 +123,7 @@ fn make() -> Certs {
         server,
         expired,
         foreign,
+        named,
         client,
         other_client,
         auth_file,
@@ -165,7 +176,7 @@ fn leaf(
 ) -> (String, String) {
     let mut p = CertificateParams::new(sans.to_vec()).expect("certificate parameters");
     let cn = match usage {
-        Use::Server => NAME,
+        Use::Server => sans.last().map_or(NAME, String::as_str),
         Use::Client => "memshard test client",
     };
     p.distinguished_name.push(DnType::CommonName, cn);
