@@ -5,6 +5,7 @@
 //! - a client certificate made as memcached's TLS guides make it (openssl, X.509 version 1) is
 //!   presented and accepted;
 //! - a server list's `tls_name=` is the name verified in the handshake;
+//! - a client without credentials never has a `set` taken for a login by a `-Y` server;
 //!
 //! Servers listen on 127.0.16.50 to 127.0.16.59 (tls_live uses lower ones; test binaries run
 //! one at a time), each on a free port.
@@ -16,12 +17,12 @@ mod tls;
 
 use common::servers::{Memcached, require};
 use memshard::{
-    Builder, Credentials, Error, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig, TlsProblem,
-    aio,
+    AuthProblem, Builder, Credentials, Error, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig,
+    TlsProblem, aio,
 };
 use std::sync::OnceLock;
 use std::time::Duration;
-use tls::{NAME, Spec, TLS_NAME, certs, ip};
+use tls::{NAME, Spec, TLS_NAME, USER, certs, ip};
 
 /// The operations the tests use, on both clients.
 trait Kind: Sized {
@@ -123,6 +124,10 @@ struct Servers {
     mutual: Memcached,
     /// TLS with the certificate that holds only [`TLS_NAME`].
     named: Memcached,
+    /// Plaintext with -Y.
+    auth: Memcached,
+    /// TLS and -Y.
+    tls_auth: Memcached,
 }
 
 fn servers() -> Option<&'static Servers> {
@@ -131,6 +136,8 @@ fn servers() -> Option<&'static Servers> {
         require("memcached").then(|| Servers {
             mutual: Spec::tls().verify(3).start(ip(50), 0),
             named: Spec::tls().cert(&certs().named).start(ip(51), 0),
+            auth: Spec::plain().auth().start(ip(52), 0),
+            tls_auth: Spec::tls().auth().start(ip(53), 0),
         })
     })
     .as_ref()
@@ -194,4 +201,55 @@ async fn tls_name<C: Kind>(s: &Servers) {
 fn the_server_lists_tls_name_is_the_name_verified() {
     let Some(s) = servers() else { return };
     both!(tls_name(s));
+}
+
+// ---------------------------------------------------------------------------------------
+// no credentials at a -Y server
+// ---------------------------------------------------------------------------------------
+
+fn is_required(r: &memshard::Result<impl std::fmt::Debug>, server: &str) -> bool {
+    matches!(r, Err(Error::Auth { server: s, problem: AuthProblem::Required }) if s == server)
+}
+
+async fn no_credentials<C: Kind>(m: &Memcached, tls: Option<TlsConfig>) {
+    let addr = m.addr();
+    let key = format!("quirk:{}", C::NAME);
+    // A value that is a valid login: memcached takes the first `set` of a connection that has
+    // not logged in for one.
+    let login = format!("{USER} {}", certs().password);
+    let c: C = client(&addr, tls.clone(), None);
+    for value in [login.as_bytes(), b"user password", b"plain"] {
+        let r = c.set(&key, value).await;
+        assert!(is_required(&r, &addr), "{}: set: {r:?}", C::NAME);
+    }
+    let r = c.get(&key).await;
+    assert!(is_required(&r, &addr), "{}: get: {r:?}", C::NAME);
+    let r = c.set(&key, login.as_bytes()).await;
+    assert!(is_required(&r, &addr), "{}: set after get: {r:?}", C::NAME);
+    // nothing was stored, as an authenticated client sees
+    assert_eq!(m.raw_get(key.as_bytes()), None, "{}", C::NAME);
+    // a fresh client whose first request is a get learns it too, and its set is not sent
+    let c: C = client(&addr, tls, None);
+    let r = c.get(&key).await;
+    assert!(is_required(&r, &addr), "{}: first get: {r:?}", C::NAME);
+    let r = c.set(&key, login.as_bytes()).await;
+    assert!(
+        is_required(&r, &addr),
+        "{}: set after a get: {r:?}",
+        C::NAME
+    );
+    assert_eq!(m.raw_get(key.as_bytes()), None, "{}", C::NAME);
+}
+
+/// The client TLS for `m`: none for the plaintext -Y server.
+fn tls_of(m: &Memcached) -> Option<TlsConfig> {
+    let s = servers()?;
+    (m.addr() == s.tls_auth.addr()).then(|| ca().server_name(NAME))
+}
+
+#[test]
+fn without_credentials_a_set_to_a_server_that_requires_them_fails_and_stores_nothing() {
+    let Some(s) = servers() else { return };
+    both!(no_credentials(&s.auth, None));
+    both!(no_credentials(&s.tls_auth, tls_of(&s.tls_auth)));
 }
