@@ -6,6 +6,7 @@
 //!   presented and accepted;
 //! - a server list's `tls_name=` is the name verified in the handshake;
 //! - a client without credentials never has a `set` taken for a login by a `-Y` server;
+//! - a server that accepts the connection and never answers the login is reported as such.
 //!
 //! Servers listen on 127.0.16.50 to 127.0.16.59 (tls_live uses lower ones; test binaries run
 //! one at a time), each on a free port.
@@ -20,8 +21,9 @@ use memshard::{
     AuthProblem, Builder, Credentials, Error, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig,
     TlsProblem, aio,
 };
+use std::net::TcpListener;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tls::{NAME, Spec, TLS_NAME, USER, certs, ip};
 
 /// The operations the tests use, on both clients.
@@ -252,4 +254,52 @@ fn without_credentials_a_set_to_a_server_that_requires_them_fails_and_stores_not
     let Some(s) = servers() else { return };
     both!(no_credentials(&s.auth, None));
     both!(no_credentials(&s.tls_auth, tls_of(&s.tls_auth)));
+}
+
+// ---------------------------------------------------------------------------------------
+// a server that never answers the login
+// ---------------------------------------------------------------------------------------
+
+async fn silent_login<C: Kind>() {
+    // accepts connections (the kernel completes them) and never answers
+    let listener = TcpListener::bind((ip(54), 0)).expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let read = Duration::from_millis(300);
+    for checkout in [Duration::from_millis(150), Duration::from_secs(3)] {
+        let c = C::builder()
+            .server_list(&addr)
+            .expect("server list")
+            .pool_size(1)
+            .connect_timeout(Duration::from_secs(2))
+            .read_timeout(read)
+            .checkout_timeout(checkout)
+            .failure_policy(FailurePolicy::default().with_failure_limit(0))
+            .credentials(Credentials::new(USER, "secret").expect("credentials"));
+        let c = C::build(c).expect("build");
+        let t = Instant::now();
+        let e = c
+            .get("k")
+            .await
+            .expect_err("a silent server serves nothing");
+        let took = t.elapsed();
+        let message = e.to_string();
+        println!("{} (checkout {checkout:?}): {message}", C::NAME);
+        assert!(
+            matches!(&e, Error::Timeout { server, op: "login", .. } if *server == addr),
+            "{} (checkout {checkout:?}): {e:?}",
+            C::NAME
+        );
+        assert!(
+            message.contains("accepted the connection") && message.contains("login"),
+            "{}: {message}",
+            C::NAME
+        );
+        assert!(!message.contains("secret"), "{message}");
+        assert!(took < Duration::from_secs(30), "{took:?}");
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_the_login_is_reported_as_such() {
+    both!(silent_login());
 }
