@@ -186,9 +186,16 @@ async fn tls_name<C: Kind>(s: &Servers) {
     assert_eq!(c.set(&key, b"named").await.unwrap(), StoreOutcome::Stored);
     assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"named");
 
-    // a tls_name= the certificate does not hold fails the handshake, as a name mismatch
+    // without tls_name=, the name set for this server comes before the one for every server
+    let per_server = ca().server_name(NAME).server_name_for(&addr, TLS_NAME);
+    let c: C = client(&addr, Some(per_server), None);
+    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"named");
+
+    // a tls_name= the certificate does not hold fails the handshake, as a name mismatch, even
+    // where the names set in the configuration are right
     let list = format!("{addr} tls_name=other.test");
-    let c: C = client(&list, Some(ca().server_name(TLS_NAME)), None);
+    let right = ca().server_name(TLS_NAME).server_name_for(&addr, TLS_NAME);
+    let c: C = client(&list, Some(right), None);
     match c.get(&key).await {
         Err(Error::Tls {
             server,

@@ -156,6 +156,24 @@ mod tests {
     }
 
     #[test]
+    fn a_restarted_login_asks_again() {
+        let c = Credentials::new("app", "pw").expect("valid");
+        let mut login = Login::new(&c);
+        assert_eq!(login.command(), "auth");
+        login
+            .step(&mut ReadBuf::default(), &mut Vec::new(), &ctx())
+            .expect("asks");
+        answer(&mut login, b"CLIENT_ERROR unauthenticated\r\n")
+            .1
+            .expect("logs in");
+        login.restart();
+        let mut out = Vec::new();
+        let first = login.step(&mut ReadBuf::default(), &mut out, &ctx());
+        assert!(matches!(first, Ok(Step::Write)));
+        assert_eq!(out, b"version\r\n");
+    }
+
+    #[test]
     fn a_refused_login_fails_the_connection() {
         let c = Credentials::new("app", "wrong").expect("valid");
         let mut login = Login::new(&c);

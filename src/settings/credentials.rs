@@ -118,6 +118,7 @@ mod tests {
         let c = Credentials::parse("app:s3cr:et\nignored\n", "test").expect("parses");
         assert_eq!((c.user(), c.password.as_str()), ("app", "s3cr:et"));
         assert!(Credentials::parse("no-colon", "test").is_err());
+        assert_eq!(format!("{c:?}"), "Credentials { .. }");
         let shown = format!("{c:?} {:?}", Credentials::parse("app", "f"));
         assert!(!shown.contains("s3cr"), "{shown}");
         let e = Credentials::from_env("MEMSHARD_TEST_UNSET_VARIABLE").expect_err("unset");

@@ -434,6 +434,35 @@ mod tests {
     }
 
     #[test]
+    fn settings_show_what_is_set_and_no_key() {
+        let (cert, key) = issued();
+        let t = TlsConfig::new()
+            .ca_pem(&cert)
+            .expect("CA")
+            .client_cert_pem(&cert, key.serialize_pem().as_bytes())
+            .expect("client certificate")
+            .server_name("cache.test")
+            .server_name_for("10.0.0.1:11211", "one.test")
+            .session_resumption(false);
+        let shown = format!("{t:?}");
+        for part in [
+            "ca_certificates: Some(1)",
+            "client_certificate: true",
+            "\"cache.test\"",
+            "\"10.0.0.1:11211\": \"one.test\"",
+            "session_resumption: false",
+        ] {
+            assert!(shown.contains(part), "{part} not in {shown}");
+        }
+        assert!(!shown.contains("PRIVATE"), "{shown}");
+        let setup = t.setup().expect("setup");
+        assert_eq!(format!("{setup:?}"), "TlsSetup { .. }");
+        let on = t.clone().session_resumption(true);
+        assert!(format!("{on:?}").contains("session_resumption: true"));
+        assert!(format!("{:?}", on.session_resumption(true)).contains("session_resumption: true"));
+    }
+
+    #[test]
     fn holds_finds_the_bytes_anywhere() {
         assert!(holds(b"abcdef", b"cde"));
         assert!(holds(b"abc", b"abc"));
