@@ -31,7 +31,8 @@ TESTS[stampede]='--lib --test stampede_live'
 FILES[routes]='src/routes/**'
 TESTS[routes]='--lib --test routes_semantics_live'
 FILES[tls]='src/core/tls.rs src/settings/tls.rs src/core/auth.rs src/settings/credentials.rs'
-TESTS[tls]='--lib --test tls_live'
+# (cli/tests/tls_live.rs is the CLI package's: cargo-mutants runs this package's tests only)
+TESTS[tls]='--lib --test tls_auth_live'
 FILES[settings]='src/settings/**'
 TESTS[settings]='--lib --test client_live'
 

@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# openssl: tests/tls_auth_live.rs makes a client certificate as memcached's TLS guides do
+# (`openssl x509 -req`, X.509 version 1).
 # The value peers of cli/tests/values_live.rs besides php-memcached and pylibmc: dalli, spymemcached
 # (and a JDK to compile its driver), node `memcached` (npm, below). As in regen-vectors.sh, a JDK
 # and a node/npm already on PATH are used as they are: a node from another source bundles npm, and
@@ -14,11 +16,11 @@ value_peers=(ruby ruby-dalli libspymemcached-java)
 command -v javac >/dev/null || value_peers+=(default-jdk-headless)
 { command -v node && command -v npm; } >/dev/null || value_peers+=(nodejs npm)
 bash scripts/apt-install.sh \
-    build-essential pkg-config memcached libmemcached-dev nutcracker \
+    build-essential pkg-config memcached libmemcached-dev nutcracker openssl \
     php-cli php-memcached python3 python3-pylibmc "${value_peers[@]}"
 # Debian puts nutcracker in /usr/sbin, outside a normal user's PATH.
 export PATH="$PATH:/usr/sbin"
-for tool in memcached nutcracker cc php /usr/bin/python3 ruby javac java node npm; do
+for tool in memcached nutcracker openssl cc php /usr/bin/python3 ruby javac java node npm; do
     command -v "$tool" >/dev/null || { echo "missing $tool after installing" >&2; exit 1; }
 done
 # npm `memcached` 2.2.2 for tests/values/node_values.js: pinned by tests/values/package-lock.json

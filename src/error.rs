@@ -133,13 +133,18 @@ pub enum Error {
     /// `server` did not answer in time. The connection was dropped so that its late reply
     /// can never be read by another request.
     #[error(
-        "timeout after {} ms waiting for {server} during {op}; raise the timeout or check the server",
-        after.as_millis()
+        "timeout after {} ms waiting for {server} during {op}; {hint}",
+        after.as_millis(), hint = if *op == "login" {
+            "the server accepted the connection but never answered the login: check that memcached listens there, or raise the timeout"
+        } else {
+            "raise the timeout or check the server"
+        }
     )]
     Timeout {
         /// The server's address.
         server: String,
-        /// What was being done (connect, write, read).
+        /// What was being done (connect, write, read; login: the server accepted a new
+        /// connection and did not answer its login, memcached `-Y`).
         op: &'static str,
         /// The timeout that expired.
         after: Duration,

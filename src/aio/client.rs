@@ -232,6 +232,14 @@ impl Client {
         // every connection the pool may hold exists and is in use: the pool is too small for
         // the load, which says nothing about the server
         let exhausted = state.idle_connections == 0 && state.connections >= m.pool.size;
+        // the server accepted a new connection and has not answered its login
+        if !exhausted && m.pool.logging_in() {
+            return Error::Timeout {
+                server: m.server.addr.clone(),
+                op: "login",
+                after: m.pool.checkout_timeout,
+            };
+        }
         let last = m
             .pool
             .failures

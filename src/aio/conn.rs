@@ -80,8 +80,20 @@ impl std::fmt::Debug for AsyncConn {
 
 impl AsyncConn {
     /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`, within
-    /// the connect timeout.
+    /// the connect timeout, and log in if the options have credentials.
     pub(crate) async fn connect(
+        host: &str,
+        port: u16,
+        server: &str,
+        opts: &ConnOptions,
+    ) -> Result<AsyncConn> {
+        let mut conn = AsyncConn::open(host, port, server, opts).await?;
+        conn.login().await?;
+        Ok(conn)
+    }
+
+    /// The connection (and its TLS handshake) within the connect timeout, not logged in yet.
+    pub(crate) async fn open(
         host: &str,
         port: u16,
         server: &str,
@@ -137,15 +149,22 @@ impl AsyncConn {
                 });
             }
         };
-        let mut conn = AsyncConn {
+        Ok(AsyncConn {
             stream,
             link: Link::new(server, opts),
             generation: 0,
-        };
-        if let Some(c) = &opts.credentials {
-            conn.run(&mut crate::core::auth::Login::new(c)).await?;
+        })
+    }
+
+    /// The login of a new connection, if its options have credentials, within the read
+    /// timeout.
+    pub(crate) async fn login(&mut self) -> Result<()> {
+        if let Some(c) = self.link.options().credentials.clone() {
+            self.run(&mut crate::core::auth::Login::new(&c))
+                .await
+                .map_err(crate::core::auth::login_failed)?;
         }
-        Ok(conn)
+        Ok(())
     }
 
     /// Drive `ex` to its end: write what it asks, read until it has its replies. Any failure

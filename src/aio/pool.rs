@@ -75,6 +75,24 @@ pub(crate) struct Manager {
     server: Server,
     opts: ConnOptions,
     generation: Arc<AtomicU64>,
+    /// New connections made and waiting for their login's answer.
+    logins: Arc<AtomicUsize>,
+}
+
+/// A login under way, counted in [`Manager::logins`] until dropped (even with its future).
+struct LoggingIn<'a>(&'a AtomicUsize);
+
+impl<'a> LoggingIn<'a> {
+    fn new(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::AcqRel);
+        LoggingIn(n)
+    }
+}
+
+impl Drop for LoggingIn<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl bb8::ManageConnection for Manager {
@@ -83,7 +101,11 @@ impl bb8::ManageConnection for Manager {
 
     async fn connect(&self) -> Result<AsyncConn, Error> {
         let s = &self.server;
-        let mut c = AsyncConn::connect(&s.host, s.port, &s.addr, &self.opts).await?;
+        let mut c = AsyncConn::open(&s.host, s.port, &s.addr, &self.opts).await?;
+        if self.opts.credentials.is_some() {
+            let _counted = LoggingIn::new(&self.logins);
+            c.login().await?;
+        }
         c.generation = self.generation.load(Ordering::Acquire);
         Ok(c)
     }
@@ -117,6 +139,10 @@ pub(crate) struct Pool {
     idle: Option<Mutex<Vec<Pooled>>>,
     /// Checkouts waiting in bb8.
     waiting: AtomicUsize,
+    /// New connections waiting for their login's answer (see [`Manager`]).
+    logins: Arc<AtomicUsize>,
+    /// How long a checkout waits.
+    pub(crate) checkout_timeout: std::time::Duration,
 }
 
 /// A connection checked out of bb8.
@@ -138,10 +164,12 @@ impl Pool {
     pub(crate) fn new(server: &Server, opts: ConnOptions, cfg: PoolSettings) -> Pool {
         let failures: ConnectFailures = Arc::new(tokio::sync::watch::Sender::new(None));
         let generation = Arc::new(AtomicU64::new(0));
+        let logins = Arc::new(AtomicUsize::new(0));
         let manager = Manager {
             server: server.clone(),
             opts,
             generation: generation.clone(),
+            logins: logins.clone(),
         };
         let bb8 = bb8::Pool::builder()
             .max_size(cfg.size)
@@ -160,7 +188,14 @@ impl Pool {
             size: cfg.size,
             idle: (cfg.min_idle == 0).then(|| Mutex::new(Vec::with_capacity(cfg.size as usize))),
             waiting: AtomicUsize::new(0),
+            logins,
+            checkout_timeout: cfg.checkout_timeout,
         }
+    }
+
+    /// Whether a new connection of this pool is waiting for its login's answer.
+    pub(crate) fn logging_in(&self) -> bool {
+        self.logins.load(Ordering::Acquire) > 0
     }
 
     /// The connection last given back, if one is idle on the stack.

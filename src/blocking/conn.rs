@@ -192,7 +192,8 @@ impl Conn {
             read_timeout_set: opts.read_timeout,
         };
         if let Some(c) = &opts.credentials {
-            conn.run(&mut crate::core::auth::Login::new(c))?;
+            conn.run(&mut crate::core::auth::Login::new(c))
+                .map_err(crate::core::auth::login_failed)?;
         }
         Ok(conn)
     }

@@ -92,6 +92,23 @@ impl Exchange for Login<'_> {
     }
 }
 
+/// `e`, the failure of a new connection's login: a read that timed out is the login's (the
+/// server accepted the connection and never answered it).
+pub(crate) fn login_failed(e: Error) -> Error {
+    match e {
+        Error::Timeout {
+            server,
+            op: "read",
+            after,
+        } => Error::Timeout {
+            server,
+            op: "login",
+            after,
+        },
+        e => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +156,24 @@ mod tests {
     }
 
     #[test]
+    fn a_restarted_login_asks_again() {
+        let c = Credentials::new("app", "pw").expect("valid");
+        let mut login = Login::new(&c);
+        assert_eq!(login.command(), "auth");
+        login
+            .step(&mut ReadBuf::default(), &mut Vec::new(), &ctx())
+            .expect("asks");
+        answer(&mut login, b"CLIENT_ERROR unauthenticated\r\n")
+            .1
+            .expect("logs in");
+        login.restart();
+        let mut out = Vec::new();
+        let first = login.step(&mut ReadBuf::default(), &mut out, &ctx());
+        assert!(matches!(first, Ok(Step::Write)));
+        assert_eq!(out, b"version\r\n");
+    }
+
+    #[test]
     fn a_refused_login_fails_the_connection() {
         let c = Credentials::new("app", "wrong").expect("valid");
         let mut login = Login::new(&c);
@@ -155,5 +190,46 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_login_that_times_out_says_so() {
+        let after = std::time::Duration::from_millis(300);
+        let read = Error::Timeout {
+            server: "s:1".into(),
+            op: "read",
+            after,
+        };
+        let e = login_failed(read);
+        assert!(
+            matches!(&e, Error::Timeout { server, op: "login", after: a } if server == "s:1" && *a == after),
+            "{e:?}"
+        );
+        let message = e.to_string();
+        assert!(
+            message.contains("accepted the connection but never answered the login"),
+            "{message}"
+        );
+        assert!(message.len() < 240, "{message}");
+        let write = Error::Timeout {
+            server: "s:1".into(),
+            op: "write",
+            after,
+        };
+        assert!(matches!(
+            login_failed(write),
+            Error::Timeout { op: "write", .. }
+        ));
+        let rejected = Error::Auth {
+            server: "s:1".into(),
+            problem: AuthProblem::Rejected,
+        };
+        assert!(matches!(
+            login_failed(rejected),
+            Error::Auth {
+                problem: AuthProblem::Rejected,
+                ..
+            }
+        ));
     }
 }

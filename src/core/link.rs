@@ -16,9 +16,10 @@
 //! may have reached the server. Bytes left over after the last reply of an exchange fail it:
 //! which bytes answered can no longer be told.
 
-use super::exchange::{Ctx, Exchange, Step};
+use super::exchange::{Ctx, Exchange, Step, refusal};
 use super::readbuf::ReadBuf;
-use crate::error::{Error, Result};
+use crate::error::{AuthProblem, Error, Result};
+use crate::proto::{Parsed, Reply, Request, parse_reply};
 use crate::settings::ConnOptions;
 use std::io;
 use std::time::{Duration, Instant};
@@ -30,6 +31,26 @@ fn is_meta(request: &[u8]) -> bool {
         request,
         [b'm', b'g' | b's' | b'd' | b'a' | b'n', b' ' | b'\r', ..]
     )
+}
+
+/// Whether `request` may hold a text `set` command line: memcached `-Y` takes the first `set`
+/// of a connection that has not logged in for a login (`proto_text.c`,
+/// `try_read_command_asciiauth`), whatever its key, and its value for `user password`. A value
+/// holding such a line only makes this answer yes when no is right: the cost is one `version`.
+fn may_log_in(request: &[u8]) -> bool {
+    request.starts_with(b"set") || request.windows(4).any(|w| w == b"\nset")
+}
+
+/// What a link without credentials knows of the server's authentication (memcached `-Y`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Auth {
+    /// Nothing yet: before a `set` is sent, a `version` asks.
+    Unknown,
+    /// The server serves this connection (it has no `-Y`, or the connection logged in).
+    Open,
+    /// The server answered "unauthenticated": every exchange fails with
+    /// [`AuthProblem::Required`], and nothing more is sent.
+    Required,
 }
 
 /// What a connection must do next for the exchange it drives.
@@ -86,6 +107,11 @@ pub(crate) struct Link {
     deadline: Option<Instant>,
     /// Some byte ever came from the server on this link.
     heard: bool,
+    /// What it knows of the server's authentication.
+    auth: Auth,
+    /// The exchange's request, held back while a `version` asks whether the server takes a
+    /// `set` for a login (see [`may_log_in`]).
+    held: Option<Vec<u8>>,
 }
 
 impl Link {
@@ -104,6 +130,12 @@ impl Link {
             sent: false,
             deadline: None,
             heard: false,
+            // a link with credentials logs in first (the core's `Login`)
+            auth: match opts.credentials {
+                Some(_) => Auth::Open,
+                None => Auth::Unknown,
+            },
+            held: None,
         }
     }
 
@@ -247,6 +279,9 @@ impl Link {
         if self.broken {
             return Err(Error::protocol(&self.server, "connection is broken"));
         }
+        if self.auth == Auth::Required {
+            return Err(self.required());
+        }
         if !self.rb.is_empty() {
             let e = Error::protocol(&self.server, "unsolicited bytes before the request");
             return Err(self.fail(e));
@@ -269,6 +304,9 @@ impl Link {
         if fresh {
             self.begin()?;
         }
+        if self.held.is_some() {
+            return self.probed();
+        }
         self.wbuf.clear();
         let ctx = Ctx {
             server: &self.server,
@@ -279,6 +317,14 @@ impl Link {
         match step {
             Ok(Step::Write) => {
                 self.deadline = None;
+                if self.auth == Auth::Unknown && may_log_in(&self.wbuf) {
+                    // Every reply of the exchange so far was read (exchanges write only then):
+                    // the next reply is the version's.
+                    let mut probe = Vec::new();
+                    Request::Version.encode(&mut probe);
+                    self.held = Some(std::mem::replace(&mut self.wbuf, probe));
+                    return Ok(Next::Write);
+                }
                 self.meta_sent |= is_meta(&self.wbuf);
                 Ok(Next::Write)
             }
@@ -288,8 +334,60 @@ impl Link {
                 })))
             }
             Ok(Step::Done(v)) => self.end().map(|()| Next::Done(v)),
-            Ok(Step::Refused(e)) => self.end().and(Err(e)),
+            Ok(Step::Refused(e)) => {
+                if let Error::Auth {
+                    problem: AuthProblem::Required,
+                    ..
+                } = e
+                {
+                    self.auth = Auth::Required;
+                }
+                self.end().and(Err(e))
+            }
             Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The reply to the `version` sent before a `set` (see [`may_log_in`]): the request held
+    /// back is sent, or, if the server demands a login, never is.
+    fn probed<T>(&mut self) -> Result<Next<T>> {
+        let (reply, used) = match parse_reply(self.rb.unread()) {
+            Ok(Parsed::Incomplete) => {
+                return Ok(Next::Read(
+                    *self
+                        .deadline
+                        .get_or_insert_with(|| deadline_after(self.opts.read_timeout)),
+                ));
+            }
+            Ok(Parsed::Done(reply, used)) => (reply, used),
+            Err(e) => return Err(self.fail(e.into())),
+        };
+        self.rb.consume(used);
+        let held = self.held.take().unwrap_or_default();
+        let refused = match reply {
+            Reply::Version(_) => None,
+            reply => match refusal(reply, &self.server, "version") {
+                Ok(e) => Some(e),
+                Err(e) => return Err(self.fail(e)),
+            },
+        };
+        if let Some(e @ Error::Auth { .. }) = refused {
+            self.auth = Auth::Required;
+            return self.end().and(Err(e));
+        }
+        // A server that answers, or refuses only `version` (a proxy): no -Y there.
+        self.auth = Auth::Open;
+        self.wbuf = held;
+        self.deadline = None;
+        self.meta_sent |= is_meta(&self.wbuf);
+        Ok(Next::Write)
+    }
+
+    /// The error of every exchange on a link whose server demands credentials it lacks.
+    fn required(&self) -> Error {
+        Error::Auth {
+            server: self.server.clone(),
+            problem: AuthProblem::Required,
         }
     }
 

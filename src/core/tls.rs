@@ -123,10 +123,43 @@ mod tests {
                 TlsProblem::NameMismatch,
             ),
             (R::InvalidCertificate(C::Expired), TlsProblem::Expired),
+            (R::InvalidCertificate(C::NotValidYet), TlsProblem::Expired),
+            // a signature the CA did not make: the CA bundle given is not the server's
+            (
+                R::InvalidCertificate(C::BadSignature),
+                TlsProblem::UnknownCa,
+            ),
+            (
+                R::InvalidCertificate(C::UnknownRevocationStatus),
+                TlsProblem::Other,
+            ),
             (
                 R::AlertReceived(A::CertificateRequired),
                 TlsProblem::ClientCertificate,
             ),
+            (
+                R::AlertReceived(A::BadCertificate),
+                TlsProblem::ClientCertificate,
+            ),
+            (
+                R::AlertReceived(A::UnknownCA),
+                TlsProblem::ClientCertificate,
+            ),
+            (R::NoCertificatesPresented, TlsProblem::ClientCertificate),
+            // OpenSSL's answer to a TLS 1.2 client without the certificate it demands
+            (
+                R::AlertReceived(A::HandshakeFailure),
+                TlsProblem::ClientCertificate,
+            ),
+            (R::AlertReceived(A::DecodeError), TlsProblem::Other),
+            (
+                R::InappropriateMessage {
+                    expect_types: vec![],
+                    got_type: rustls::ContentType::Alert,
+                },
+                TlsProblem::NotTls,
+            ),
+            (R::DecryptError, TlsProblem::Other),
             (
                 R::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
                 TlsProblem::NotTls,

@@ -108,9 +108,17 @@ mod tests {
         assert!(Credentials::new("a:b", "p").is_err());
         assert!(Credentials::new("a", "").is_err());
         assert!(Credentials::new("a", "p\nq").is_err());
+        // memcached ends the login's value at the CR LF: a CR in the password cuts it short
+        assert!(Credentials::new("a", "p\rq").is_err());
+        assert!(Credentials::new("a", "pq\r").is_err());
+        assert!(Credentials::new("a\r", "p").is_err());
+        // an auth file written on Windows: the CR LF is not part of the password
+        let c = Credentials::parse("app:pw\r\n", "test").expect("parses");
+        assert_eq!(c.password, "pw");
         let c = Credentials::parse("app:s3cr:et\nignored\n", "test").expect("parses");
         assert_eq!((c.user(), c.password.as_str()), ("app", "s3cr:et"));
         assert!(Credentials::parse("no-colon", "test").is_err());
+        assert_eq!(format!("{c:?}"), "Credentials { .. }");
         let shown = format!("{c:?} {:?}", Credentials::parse("app", "f"));
         assert!(!shown.contains("s3cr"), "{shown}");
         let e = Credentials::from_env("MEMSHARD_TEST_UNSET_VARIABLE").expect_err("unset");

@@ -9,6 +9,7 @@
 use crate::error::{Error, SettingError, TlsProblem};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -232,14 +233,16 @@ impl TlsConfig {
             }
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = match &self.client {
+            Some((chain, key)) => Some(client_key(chain, key, &provider)?),
+            None => None,
+        };
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| setting("protocol versions", e.to_string()))?
             .with_root_certificates(roots);
-        let mut config = match &self.client {
-            Some((chain, key)) => builder
-                .with_client_auth_cert(chain.clone(), key.clone_key())
-                .map_err(|e| setting("client certificate", e.to_string()))?,
+        let mut config = match client {
+            Some(k) => builder.with_client_cert_resolver(Arc::new(SingleCertAndKey::from(k))),
             None => builder.with_no_client_auth(),
         };
         config.resumption = match &self.sessions {
@@ -248,6 +251,61 @@ impl TlsConfig {
         };
         Ok(config)
     }
+}
+
+/// The client certificate chain and its key, as the handshake presents them.
+///
+/// The client does not validate its own certificate: the server does. rustls's own check
+/// (`with_client_auth_cert`) parses the certificate with webpki, which takes only X.509 version
+/// 3, and would refuse the version 1 certificates that `openssl x509 -req` makes by default and
+/// memcached accepts. So the chain is presented as given, and only the key is checked: it must
+/// be the key of the first certificate (that certificate's public key is found in it even when
+/// webpki cannot read it).
+fn client_key(
+    chain: &[CertificateDer<'static>],
+    key: &PrivateKeyDer<'static>,
+    provider: &rustls::crypto::CryptoProvider,
+) -> Result<CertifiedKey, SettingError> {
+    let signer = provider
+        .key_provider
+        .load_private_key(key.clone_key())
+        .map_err(|e| setting("client key", format!("not a usable private key: {e}")))?;
+    let certified = CertifiedKey::new(chain.to_vec(), signer);
+    let mismatch = || {
+        setting(
+            "client key",
+            "not the key of the client certificate (the first in its file): give the key it was issued for",
+        )
+    };
+    match certified.keys_match() {
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
+            Ok(certified)
+        }
+        Err(rustls::Error::InconsistentKeys(_)) => Err(mismatch()),
+        // webpki could not read the certificate (a version 1 certificate, or not one at all)
+        Err(e) => match certified.key.public_key() {
+            Some(public) if holds(&chain[0], &public) => Ok(certified),
+            Some(_) => {
+                let why = match e {
+                    rustls::Error::InvalidCertificate(c) => format!("{c:?}"),
+                    e => e.to_string(),
+                };
+                Err(setting(
+                    "client certificate",
+                    format!(
+                        "the first certificate in its file is unreadable ({why}) and is not of the key given: re-issue it for this key (PEM, the client's own first)"
+                    ),
+                ))
+            }
+            None => Ok(certified),
+        },
+    }
+}
+
+/// Whether `cert` holds `public` (a DER SubjectPublicKeyInfo, which no other field of a
+/// certificate repeats).
+fn holds(cert: &[u8], public: &[u8]) -> bool {
+    cert.windows(public.len()).any(|w| w == public)
 }
 
 /// What connections use: one rustls configuration (one session cache) for the client.
@@ -282,5 +340,133 @@ impl TlsSetup {
             problem: TlsProblem::NameMismatch,
             message: format!("{name:?} is not a name TLS can verify ({e}); set a server name"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use rcgen::{CertificateParams, KeyPair, PublicKeyData};
+
+    fn pem(label: &str, der: &[u8]) -> Vec<u8> {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|l| std::str::from_utf8(l).expect("base64 is ASCII"))
+            .collect();
+        format!(
+            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+            lines.join("\n")
+        )
+        .into_bytes()
+    }
+
+    /// A self-signed certificate (X.509 v3) and its key, as PEM.
+    fn issued() -> (Vec<u8>, KeyPair) {
+        let key = KeyPair::generate().expect("key");
+        let cert = CertificateParams::new(vec!["client.test".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("certificate");
+        (cert.pem().into_bytes(), key)
+    }
+
+    /// The client's configuration with `chain` and `key` (PEM), trusting `ca` (PEM).
+    fn with_client(ca: &[u8], chain: &[u8], key: &KeyPair) -> Result<TlsSetup, SettingError> {
+        TlsConfig::new()
+            .ca_pem(ca)?
+            .client_cert_pem(chain, key.serialize_pem().as_bytes())?
+            .setup()
+    }
+
+    fn detail(r: Result<TlsSetup, SettingError>) -> (&'static str, String) {
+        match r {
+            Err(SettingError::Tls { setting, detail }) => (setting, detail),
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn the_client_key_must_be_the_certificates() {
+        let (cert, key) = issued();
+        with_client(&cert, &cert, &key).expect("a certificate with its own key");
+        let other = KeyPair::generate().expect("key");
+        let (setting, detail) = detail(with_client(&cert, &cert, &other));
+        assert_eq!(setting, "client key");
+        assert!(detail.contains("issued for"), "{detail}");
+    }
+
+    /// A certificate webpki cannot read (as a version 1 one) is presented as given when it
+    /// holds the key's public key; one that does not is refused, saying which and what to do.
+    #[test]
+    fn an_unreadable_client_certificate_is_presented_only_if_it_is_of_the_key() {
+        let (ca, _) = issued();
+        let key = KeyPair::generate().expect("key");
+        // not DER webpki reads, with the key's SubjectPublicKeyInfo in it
+        let mut holding = vec![0x04, 0x00];
+        holding.extend_from_slice(&key.subject_public_key_info());
+        with_client(&ca, &pem("CERTIFICATE", &holding), &key).expect("presented as given");
+
+        let other = KeyPair::generate().expect("key");
+        let mut foreign = vec![0x04, 0x00];
+        foreign.extend_from_slice(&other.subject_public_key_info());
+        let (setting, detail) = detail(with_client(&ca, &pem("CERTIFICATE", &foreign), &key));
+        assert_eq!(setting, "client certificate");
+        assert!(
+            detail.contains("first certificate") && detail.contains("re-issue"),
+            "{detail}"
+        );
+        assert!(!detail.contains("peer"), "{detail}");
+        assert!(detail.len() < 200, "{detail}");
+    }
+
+    #[test]
+    fn a_key_that_is_not_one_fails_as_the_client_key() {
+        let (cert, _) = issued();
+        let e = TlsConfig::new()
+            .ca_pem(&cert)
+            .and_then(|t| t.client_cert_pem(&cert, &pem("PRIVATE KEY", b"not a key")))
+            .and_then(|t| t.setup());
+        assert_eq!(detail(e).0, "client key");
+    }
+
+    #[test]
+    fn settings_show_what_is_set_and_no_key() {
+        let (cert, key) = issued();
+        let t = TlsConfig::new()
+            .ca_pem(&cert)
+            .expect("CA")
+            .client_cert_pem(&cert, key.serialize_pem().as_bytes())
+            .expect("client certificate")
+            .server_name("cache.test")
+            .server_name_for("10.0.0.1:11211", "one.test")
+            .session_resumption(false);
+        let shown = format!("{t:?}");
+        for part in [
+            "ca_certificates: Some(1)",
+            "client_certificate: true",
+            "\"cache.test\"",
+            "\"10.0.0.1:11211\": \"one.test\"",
+            "session_resumption: false",
+        ] {
+            assert!(shown.contains(part), "{part} not in {shown}");
+        }
+        assert!(!shown.contains("PRIVATE"), "{shown}");
+        let setup = t.setup().expect("setup");
+        assert_eq!(format!("{setup:?}"), "TlsSetup { .. }");
+        let on = t.clone().session_resumption(true);
+        assert!(format!("{on:?}").contains("session_resumption: true"));
+        assert!(format!("{:?}", on.session_resumption(true)).contains("session_resumption: true"));
+    }
+
+    #[test]
+    fn holds_finds_the_bytes_anywhere() {
+        assert!(holds(b"abcdef", b"cde"));
+        assert!(holds(b"abc", b"abc"));
+        assert!(!holds(b"abcdef", b"ce"));
+        assert!(!holds(b"ab", b"abc"));
     }
 }

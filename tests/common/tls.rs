@@ -36,6 +36,10 @@ pub fn ip(n: u8) -> Ipv4Addr {
 /// The name every server certificate holds besides the addresses.
 pub const NAME: &str = "cache.test";
 
+/// The only name the `named` server certificate holds: reached by address, a client verifies
+/// it only if told to (`tls_name=` in the server list).
+pub const TLS_NAME: &str = "named.test";
+
 /// The user name of the `-Y` servers.
 pub const USER: &str = "memshard";
 
@@ -51,6 +55,8 @@ pub struct Certs {
     pub dir: PathBuf,
     /// The CA the servers are started with (`ssl_ca_cert`) and clients trust.
     pub ca: PathBuf,
+    /// The key of `ca`, for certificates signed outside rcgen (the openssl command's).
+    pub ca_key: PathBuf,
     /// Another CA, nobody's.
     pub other_ca: PathBuf,
     /// Signed by `ca`: 127.0.0.1 and cache.test.
@@ -59,6 +65,8 @@ pub struct Certs {
     pub expired: Pair,
     /// As `server`, signed by `other_ca`.
     pub foreign: Pair,
+    /// Signed by `ca`, valid only for [`TLS_NAME`] (no address, not [`NAME`]).
+    pub named: Pair,
     /// A client certificate signed by `ca`.
     pub client: Pair,
     /// A client certificate signed by `other_ca`.
@@ -87,8 +95,8 @@ fn make() -> Certs {
         std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         p
     };
-    let (ca_pem, ca) = authority("memshard test CA");
-    let (other_pem, other) = authority("memshard other CA");
+    let (ca_pem, ca_key, ca) = authority("memshard test CA");
+    let (other_pem, _, other) = authority("memshard other CA");
     let sans: Vec<String> = vec!["127.0.0.1".into(), NAME.into()];
 
     let pair = |name: &str, (cert, key): (String, String)| Pair {
@@ -98,6 +106,10 @@ fn make() -> Certs {
     let server = pair("server", leaf(&ca, &sans, Use::Server, false));
     let expired = pair("expired", leaf(&ca, &sans, Use::Server, true));
     let foreign = pair("foreign", leaf(&other, &sans, Use::Server, false));
+    let named = pair(
+        "named",
+        leaf(&ca, &[TLS_NAME.to_string()], Use::Server, false),
+    );
     let client = pair("client", leaf(&ca, &[], Use::Client, false));
     let other_client = pair("other-client", leaf(&other, &[], Use::Client, false));
 
@@ -105,11 +117,13 @@ fn make() -> Certs {
     let auth_file = write("auth", &format!("{USER}:{password}\n"));
     Certs {
         ca: write("ca.pem", &ca_pem),
+        ca_key: write("ca.key", &ca_key),
         other_ca: write("other-ca.pem", &other_pem),
         dir,
         server,
         expired,
         foreign,
+        named,
         client,
         other_client,
         auth_file,
@@ -132,7 +146,7 @@ fn remove_stale(base: &Path) {
     }
 }
 
-fn authority(name: &str) -> (String, Issuer<'static, KeyPair>) {
+fn authority(name: &str) -> (String, String, Issuer<'static, KeyPair>) {
     let mut p = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     p.distinguished_name.push(DnType::CommonName, name);
@@ -143,7 +157,8 @@ fn authority(name: &str) -> (String, Issuer<'static, KeyPair>) {
     ];
     let key = KeyPair::generate().expect("CA key");
     let cert = p.self_signed(&key).expect("CA certificate");
-    (cert.pem(), Issuer::new(p, key))
+    let key_pem = key.serialize_pem();
+    (cert.pem(), key_pem, Issuer::new(p, key))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -161,7 +176,7 @@ fn leaf(
 ) -> (String, String) {
     let mut p = CertificateParams::new(sans.to_vec()).expect("certificate parameters");
     let cn = match usage {
-        Use::Server => NAME,
+        Use::Server => sans.last().map_or(NAME, String::as_str),
         Use::Client => "memshard test client",
     };
     p.distinguished_name.push(DnType::CommonName, cn);
@@ -307,4 +322,72 @@ impl Restartable {
     pub fn addr(&self) -> String {
         self.m.addr()
     }
+}
+
+/// A client certificate made as memcached's TLS guides make one, with the openssl command: a
+/// request (`openssl req -new`) signed by the test CA with `openssl x509 -req` and no
+/// extensions, which makes an X.509 version 1 certificate (checked here). Made once.
+pub fn openssl_v1_client() -> &'static Pair {
+    static PAIR: OnceLock<Pair> = OnceLock::new();
+    PAIR.get_or_init(|| {
+        let c = certs();
+        let (key, csr, cert) = (
+            c.dir.join("v1-client.key"),
+            c.dir.join("v1-client.csr"),
+            c.dir.join("v1-client.pem"),
+        );
+        let p = |p: &Path| p.display().to_string();
+        openssl(&[
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=memshard v1 client",
+            "-keyout",
+            &p(&key),
+            "-out",
+            &p(&csr),
+        ]);
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &p(&csr),
+            "-CA",
+            &p(&c.ca),
+            "-CAkey",
+            &p(&c.ca_key),
+            "-set_serial",
+            "1",
+            "-days",
+            "2",
+            "-out",
+            &p(&cert),
+        ]);
+        let text = openssl(&["x509", "-noout", "-text", "-in", &p(&cert)]);
+        assert!(
+            text.contains("Version: 1 (0x0)"),
+            "openssl x509 -req did not make a version 1 certificate:\n{text}"
+        );
+        Pair { cert, key }
+    })
+}
+
+/// Runs the openssl command with `args`; its standard output.
+fn openssl(args: &[&str]) -> String {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("openssl (scripts/test.sh installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "openssl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
