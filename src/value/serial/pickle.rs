@@ -353,10 +353,14 @@ fn check(b: &[u8], max: usize) -> Read<bool> {
     loop {
         let at = w.pos;
         let op = w.array::<1>()?[0];
-        // Pops `n` items.
-        let pop = |stack: &mut Vec<Item>, n: usize| -> Read<Vec<Item>> {
+        // Pops `n` (at most 3) items, without allocating.
+        let pop = |stack: &mut Vec<Item>, n: usize| -> Read<([Item; 3], usize)> {
             let from = stack.len().checked_sub(n).ok_or_else(|| underflow(at))?;
-            Ok(stack.split_off(from))
+            let mut items = [Item::scalar(0); 3];
+            for (slot, item) in items.iter_mut().zip(stack.drain(from..)) {
+                *slot = item;
+            }
+            Ok((items, n))
         };
         let pop_mark = |stack: &mut Vec<Item>, marks: &mut Vec<Vec<Item>>| -> Read<Vec<Item>> {
             let outer = marks
@@ -506,13 +510,13 @@ fn check(b: &[u8], max: usize) -> Read<bool> {
             }
             // TUPLE1, TUPLE2, TUPLE3
             0x85..=0x87 => {
-                let items = pop(&mut stack, usize::from(op - 0x84))?;
-                stack.push(g.node(&items)?);
+                let (items, n) = pop(&mut stack, usize::from(op - 0x84))?;
+                stack.push(g.node(&items[..n])?);
             }
             // APPEND, SETITEM
             b'a' | b's' => {
-                let items = pop(&mut stack, if op == b'a' { 1 } else { 2 })?;
-                into_top(&mut g, &mut stack, &items)?;
+                let (items, n) = pop(&mut stack, if op == b'a' { 1 } else { 2 })?;
+                into_top(&mut g, &mut stack, &items[..n])?;
             }
             // APPENDS, SETITEMS
             b'e' | b'u' => {
@@ -555,14 +559,14 @@ fn check(b: &[u8], max: usize) -> Read<bool> {
                     b'Q' => 1,
                     _ => 2,
                 };
-                let items = pop(&mut stack, n)?;
-                stack.push(g.node(&items)?);
+                let (items, n) = pop(&mut stack, n)?;
+                stack.push(g.node(&items[..n])?);
             }
             // BUILD: the state into the object.
             b'b' => {
                 data = false;
-                let items = pop(&mut stack, 1)?;
-                into_top(&mut g, &mut stack, &items)?;
+                let (items, n) = pop(&mut stack, 1)?;
+                into_top(&mut g, &mut stack, &items[..n])?;
             }
             // EMPTY_SET; ADDITEMS
             0x8f => {
