@@ -8,7 +8,7 @@
 //! | flags | stored as | decoded as |
 //! |---|---|---|
 //! | 0 | `raw: true`: `value.to_s` | `String` if UTF-8, else `Bytes` (Dalli: an ASCII-8BIT String) |
-//! | 1, Marshal (`04 08 …`, the default serializer) | `Marshal.dump` | the value (`serial::marshal`: nil, booleans, integers, floats, strings, symbols, arrays, hashes with string or symbol keys), else `Foreign` (`ruby-marshal`) |
+//! | 1, Marshal (`04 08 …`, the default serializer) | `Marshal.dump` | the value (`serial::marshal`: nil, booleans, integers, floats, strings, symbols, arrays, hashes with string or symbol keys); valid objects, structs, user classes, Regexps, other encodings, recursive structures `Foreign` (`ruby-marshal`); truncated, unknown type bytes, links to nothing, bytes after the value, nesting over 128, links copying over 16 × the payload `Malformed`; a length over the maximum `TooLarge` |
 //! | 1, anything else | `JSON.dump` (the `serializer: JSON` option) | `Json` / a scalar; the bare tokens `NaN`, `Infinity`, `-Infinity` that Ruby's JSON writes are `Float` |
 //! | 0x2 | `Dalli::Compressor` (zlib, `78 …`) or `Dalli::GzipCompressor` (gzip, `1f 8b`) | inflated (capped), then as above |
 //!
@@ -20,7 +20,7 @@
 use std::io::Write;
 
 use super::compress;
-use super::serial::marshal;
+use super::serial::{self, marshal};
 use super::{
     Codec, DalliCompressor, DalliSerializer, Encoding, Value, ValueError, decimal_integer, json,
     malformed, text_or_bytes, unknown, unsupported,
@@ -46,10 +46,15 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
         return Ok(text_or_bytes(data));
     }
     if data.starts_with(&[0x04, 0x08]) {
-        return Ok(marshal::decode(&data).unwrap_or(Value::Foreign {
-            encoding: Encoding::RubyMarshal,
-            bytes: data,
-        }));
+        let outcome = marshal::decode(&data, max);
+        return serial::finish(
+            outcome,
+            Codec::Dalli,
+            flags,
+            max,
+            Encoding::RubyMarshal,
+            data,
+        );
     }
     Ok(match data.trim_ascii() {
         b"NaN" => Value::Float(f64::NAN),

@@ -23,9 +23,25 @@
 //!   where pylibmc itself would return the compressed bytes as a `str`.
 //! - **Serialized formats** are read into values for the JSON-like subset (null, bools,
 //!   numbers, text, lists, maps with text keys): PHP `serialize()` and msgpack (`serial/`),
-//!   pickle (serde-pickle behind a bounds-checking walk), Ruby `Marshal` (hand-written). What is
-//!   outside the subset (objects, sets, symbols as keys, igbinary, Java serialization) comes back
-//!   as [`Value::Foreign`]: the *decompressed* bytes and the [`Encoding`] named, never a guess.
+//!   pickle (serde-pickle behind an opcode walk), Ruby `Marshal` (hand-written). Each payload is
+//!   read to its end and is exactly one of:
+//!   - a value, when it is valid and inside the subset;
+//!   - [`Value::Foreign`] (the *decompressed* bytes and the [`Encoding`] named, never a guess),
+//!     when it is a **valid** payload holding something the subset has no value for: objects,
+//!     class instances, sets, references and recursive structures, symbols as keys, igbinary,
+//!     Java serialization;
+//!   - [`ValueError::Malformed`] when it is not a valid payload of its format (truncated, an
+//!     unknown tag or opcode, a reference to nothing, bytes after the value) or goes beyond a
+//!     documented limit (nesting depth, reference expansion, integer length), with a detail
+//!     naming the format, what and the byte offset;
+//!   - [`ValueError::TooLarge`] when a declared length or count is beyond `max_value`.
+//!
+//!   | format | nesting limit | other limits |
+//!   |---|---|---|
+//!   | PHP `serialize()` | 512 arrays/objects | references (`r:`, `R:`) are never followed (`Foreign`) |
+//!   | msgpack | 256 arrays/maps | — |
+//!   | pickle | 128 lists/tuples/dicts | memo references expand to at most 16 × the pickle's size; integers ≤ 4096 bytes / 10,000 digits |
+//!   | Ruby `Marshal` | 128 levels | links (`@`) copy at most 16 × the payload's size; bignums ≤ 4096 bytes |
 //! - **JSON**: a JSON array or object is [`Value::Json`]; a JSON scalar comes back as its typed
 //!   variant (`42` → [`Value::Int`], `"abc"` → [`Value::String`], `null` → [`Value::Null`]), as
 //!   the peer's own `JSON.parse` / `JSON.load` / `json_decode` gives it. Integers beyond 64 bits

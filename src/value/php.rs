@@ -10,10 +10,10 @@
 //! | 1 long | decimal ASCII (`smart_str_append_long`, `:1035-1045`) | `Int`; anything but an optional sign and digits is `Malformed` (PHP: `strtol`, junk → 0) |
 //! | 2 double | `php_memcached_g_fmt` (`g_fmt.c`): `.5`, `1e+06`, `-0`, `Infinity`, `-Infinity`, `NaN` | `Float`; `inf`, `nan`, `INF` are `Malformed` (PHP: 0.0) |
 //! | 3 bool | `1` / empty (`:1057-1067`) | `Bool`: true iff the first byte is `1`, as PHP reads it |
-//! | 4 serialize | `serialize()` (`serial/phpser.rs`) | null, bool, int, float, text; arrays as `Json` (lists for keys 0..n-1); objects and the rest `Foreign` |
+//! | 4 serialize | `serialize()` (`serial/phpser.rs`) | null, bool, int, float, text; arrays as `Json` (lists for keys 0..n-1); valid objects (`O:`, `C:`, `E:`), references (`r:`, `R:`), `S:` strings, non-UTF-8 text or non-finite floats inside an array `Foreign`; anything PHP's grammar refuses, an integer beyond 64 bits, bytes after the value, nesting over 512 `Malformed`; a length over the maximum `TooLarge` |
 //! | 5 igbinary | — (not written) | `Foreign` |
 //! | 6 JSON (`json` and `json_array`) | `json_encode` (`\/`, `\u00e9`, `1.0e+25`) | `Json` / a scalar; broken JSON is `Malformed` (PHP: null) |
-//! | 7 msgpack | — (not written) | scalars typed, arrays and maps `Msgpack` (`serial/msgpack.rs`); the rest `Foreign` |
+//! | 7 msgpack | — (not written) | scalars typed, arrays and maps `Msgpack` (`serial/msgpack.rs`); a valid ext, a class other than `stdClass`, msgpack-php's reference markers, bin / non-UTF-8 str / non-finite floats inside a container `Foreign`; truncated, `0xc1`, bytes after the value, nesting over 256 `Malformed`; a length over the maximum `TooLarge` |
 //! | 8-15 | — | `Unknown` (PHP: "unknown payload type") |
 //!
 //! Internal bits (`:107-114`): 0x10 compressed, 0x20 zlib, 0x40 FastLZ; a compressed payload is
@@ -40,7 +40,7 @@ use std::io::{Read, Write};
 
 use super::compress::{self, Compression};
 use super::php_float::g_fmt;
-use super::serial::{msgpack, phpser};
+use super::serial::{self, msgpack, phpser};
 use super::{
     Codec, Encoding, PhpCompression, PhpOptions, PhpSerializer, Value, ValueError, json, malformed,
     text_or_bytes, unknown, unsupported,
@@ -97,16 +97,30 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
         ),
         2 => Value::Float(double(&data).ok_or_else(|| bad("a double that is not a number"))?),
         3 => Value::Bool(data.first() == Some(&b'1')),
-        4 => match phpser::decode(&data) {
-            Some(v) => v,
-            None => foreign(Encoding::PhpSerialize, data),
-        },
+        4 => {
+            let outcome = phpser::decode(&data, max);
+            serial::finish(
+                outcome,
+                Codec::PhpMemcached,
+                flags,
+                max,
+                Encoding::PhpSerialize,
+                data,
+            )?
+        }
         5 => foreign(Encoding::Igbinary, data),
         6 => json(&data).map_err(|e| bad(&format!("broken JSON: {e}")))?,
-        _ => match msgpack::decode(&data) {
-            Some(v) => v,
-            None => foreign(Encoding::Msgpack, data),
-        },
+        _ => {
+            let outcome = msgpack::decode(&data, max);
+            serial::finish(
+                outcome,
+                Codec::PhpMemcached,
+                flags,
+                max,
+                Encoding::Msgpack,
+                data,
+            )?
+        }
     })
 }
 

@@ -9,7 +9,7 @@
 //! | 16 | `str` as UTF-8 | `String`; invalid UTF-8 is `Malformed` (pylibmc: UnicodeDecodeError) |
 //! | 4 | `str(int)`, any size | `Int`, or `BigInt` beyond 64 bits; Python's `int()` rules (surrounding whitespace, `+`, `_` between digits) |
 //! | 2 | a bool as `1` / `0` | `Bool` for `1` / `0` (pylibmc itself reads an int 1 / 0), any other integer `Int` |
-//! | 1 | a pickle (protocol 5 by default) | the value (`serial::pickle`: scalars, lists, tuples, str-keyed dicts), else `Foreign` (`pickle`); empty is `Malformed` (pylibmc: TypeError) |
+//! | 1 | a pickle (protocol 5 by default) | the value (`serial::pickle`: scalars, lists, tuples, str-keyed dicts; shared lists copied); a valid pickle of class instances, globals, sets, Python 2 `str`, recursive structures `Foreign` (`pickle`); empty, truncated, unknown opcodes, a memo `GET` of nothing, bytes after `STOP`, nesting over 128, memo references expanding over 16 × the pickle `Malformed`; a length over the maximum `TooLarge` |
 //! | 8 with any of the above | a bare zlib stream (`zlib.compress`), no length prefix | inflated (capped), then as above |
 //!
 //! pylibmc ignores every other bit and reads a combination of type bits as an error; both come
@@ -18,7 +18,7 @@
 use std::io::Write;
 
 use super::compress;
-use super::serial::pickle;
+use super::serial::{self, pickle};
 use super::{Codec, Encoding, Value, ValueError, decimal_integer, malformed, unknown, unsupported};
 
 const PICKLE: u32 = 1;
@@ -54,13 +54,8 @@ pub(super) fn decode(flags: u32, payload: &[u8], max: usize) -> Result<Value, Va
             if data.is_empty() {
                 return Err(bad("empty pickle"));
             }
-            match pickle::decode(&data) {
-                Some(v) => v,
-                None => Value::Foreign {
-                    encoding: Encoding::Pickle,
-                    bytes: data,
-                },
-            }
+            let outcome = pickle::decode(&data, max);
+            serial::finish(outcome, Codec::Pylibmc, flags, max, Encoding::Pickle, data)?
         }
     })
 }

@@ -300,7 +300,9 @@ fn marshal_is_ruby_marshal_byte_for_byte() {
             Ok(true),
             "{expr}"
         );
-        let back = marshal::decode(&bytes).unwrap_or_else(|| panic!("{expr} does not read"));
+        let back = marshal::decode(&bytes, MAX)
+            .expect("valid Marshal")
+            .unwrap_or_else(|| panic!("{expr} does not read"));
         assert_eq!(back, value, "{expr}");
     }
 }
@@ -352,7 +354,7 @@ fn json_is_ruby_json_dump_text() {
 
 #[test]
 fn marshal_outside_the_subset_stays_foreign() {
-    let d = |hex: &str| marshal::decode(&unhex(hex));
+    let d = |hex: &str| marshal::decode(&unhex(hex), MAX).expect("valid Marshal");
     // {"a"=>1, :a=>2}: two keys to Ruby, one to JSON.
     assert_eq!(d("04087b0749220661063a06455469063a06616907"), None);
     // "abc".force_encoding("Shift_JIS"): an `encoding` ivar.
@@ -369,10 +371,11 @@ fn marshal_outside_the_subset_stays_foreign() {
     assert_eq!(d("04085b06220600"), None);
     // [Float::NAN]
     assert_eq!(d("04085b0666086e616e"), None);
-    // Object.new; a Hash with a default (`}`); a trailing byte.
+    // Object.new; Hash.new(5): a Hash with a default (`}`).
     assert_eq!(d("04086f3a0b4f626a65637400"), None);
-    assert_eq!(d("04087d0069"), None);
-    assert_eq!(d("04083000"), None);
+    assert_eq!(d("04087d00690a"), None);
+    // A trailing byte is not a value dalli wrote.
+    assert!(marshal::decode(&unhex("04083000"), MAX).is_err());
     // Inside, an Object makes the whole value foreign.
     let v = decode(Codec::Dalli, 1, &unhex("04085b066f3a0b4f626a65637400"), MAX);
     assert!(matches!(
@@ -386,7 +389,7 @@ fn marshal_outside_the_subset_stays_foreign() {
 
 #[test]
 fn marshal_scalars_ruby_wrote() {
-    let d = |hex: &str| marshal::decode(&unhex(hex));
+    let d = |hex: &str| marshal::decode(&unhex(hex), MAX).expect("valid Marshal");
     // :"é" (a Symbol with the E ivar), "abc".force_encoding("US-ASCII"), {:a=>:a, :b=>:a}
     assert_eq!(
         d("0408493a07c3a9063a064554"),
@@ -408,24 +411,66 @@ fn marshal_scalars_ruby_wrote() {
     assert_eq!(d("04086c2d090000000000000080"), Some(Value::Int(i64::MIN)));
 }
 
+/// The detail of a `Malformed` outcome (panics on anything else).
+fn bad(r: serial::Outcome) -> String {
+    match r {
+        Err(serial::Bad::Malformed(d)) => d,
+        other => panic!("not malformed: {other:?}"),
+    }
+}
+
 #[test]
 fn hostile_marshal_is_refused_without_allocating() {
-    // An Array, a String and a bignum announcing 2^31 - 1 units in 5 bytes.
-    assert_eq!(marshal::decode(&unhex("04085b04ffffff7f")), None);
-    assert_eq!(marshal::decode(&unhex("04082204ffffff7f")), None);
-    assert_eq!(marshal::decode(&unhex("04086c2b04ffffff7f")), None);
-    assert_eq!(marshal::decode(&unhex("04085bfc00000080")), None); // -2^31
-    // An Array that links itself.
-    assert_eq!(marshal::decode(&unhex("04085b064000")), None);
-    // 200 nested Arrays: beyond the depth limit; 100 are fine.
+    let m = |hex: &str| marshal::decode(&unhex(hex), MAX);
+    // An Array, a String and a bignum announcing 2^31 - 1 units in 5 bytes: beyond MAX.
+    assert_eq!(
+        m("04085b04ffffff7f"),
+        Err(serial::Bad::TooLarge((1 << 31) - 1))
+    );
+    assert_eq!(
+        m("04082204ffffff7f"),
+        Err(serial::Bad::TooLarge((1 << 31) - 1))
+    );
+    assert_eq!(
+        m("04086c2b04ffffff7f"),
+        Err(serial::Bad::TooLarge((1 << 32) - 2))
+    );
+    // A String announcing 1000 bytes within MAX, 3 there: truncated.
+    assert!(bad(m("04082202e803616263")).contains("declares 1000"));
+    assert!(bad(m("04085bfc00000080")).contains("negative length")); // -2^31
+    // Truncated, an unknown type byte, another version, a tail, links to nothing.
+    assert!(bad(m("04085b07")).contains("declares 2, more than the 0 bytes left"));
+    assert!(bad(m("04085b0669")).contains("truncated"));
+    assert!(bad(m("040878")).contains("unknown type byte 0x78"));
+    assert!(bad(m("04073000")).contains("not Marshal 4.8"));
+    assert!(bad(m("0408305a")).contains("1 bytes after"));
+    assert!(bad(m("04085b06400a")).contains("a link to object 5"));
+    assert!(bad(m("04083b00")).contains("a link to symbol 0"));
+    assert!(bad(m("04086c3f066100")).contains("bignum sign"));
+    assert!(bad(m("04086606786978")).contains("not a number"));
+    // An Array that links itself: a valid recursive structure, outside the subset.
+    assert_eq!(m("04085b064000"), Ok(None));
+    // 200 nested Arrays: beyond the depth limit; 100 are fine; 100,000 stop at the limit.
     let nested = |n: usize| {
         let mut m = vec![4, 8];
         m.extend(std::iter::repeat_n([b'[', 6], n).flatten());
         m.push(b'0');
         m
     };
-    assert_eq!(marshal::decode(&nested(200)), None);
-    assert!(marshal::decode(&nested(100)).is_some());
+    assert!(bad(marshal::decode(&nested(200), MAX)).contains("nested deeper than 128"));
+    assert!(matches!(marshal::decode(&nested(100), MAX), Ok(Some(_))));
+    assert!(bad(marshal::decode(&nested(100_000), 1 << 24)).contains("nested deeper"));
+    // The same depth through objects, ivars and symbols with ivars.
+    let mut deep = vec![4, 8];
+    deep.extend(std::iter::repeat_n(*b"o:\x06A\x06;\x00", 200).flatten());
+    deep.push(b'0');
+    assert!(bad(marshal::decode(&deep, MAX)).contains("nested deeper"));
+    let mut deep = vec![4, 8];
+    deep.extend(std::iter::repeat_n(b'I', 100_000));
+    assert!(bad(marshal::decode(&deep, MAX)).contains("nested deeper"));
+    let mut deep = vec![4, 8, b'o'];
+    deep.extend(std::iter::repeat_n(*b"I:\x06E\x06", 200).flatten());
+    assert!(bad(marshal::decode(&deep, MAX)).contains("nested deeper"));
     // Each Array holds the previous one twice (links): 2^40 copies of a 100-byte String.
     let mut m = vec![4, 8, b'[', 41 + 5, b'[', 6, b'I', b'"', 100 + 5];
     m.extend([b'x'; 100]);
@@ -435,13 +480,74 @@ fn hostile_marshal_is_refused_without_allocating() {
         let prev = if k == 1 { 1 } else { k + 1 };
         m.extend([b'[', 7, b'@', prev + 5, b'@', prev + 5]);
     }
-    assert_eq!(marshal::decode(&m), None);
+    let t = std::time::Instant::now();
+    assert!(bad(marshal::decode(&m, MAX)).contains("links copy more than 16 times"));
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    // Symbol links are not copies: 10,000 of them read.
+    let mut m = vec![4, 8, b'[', 2, 0x10, 0x27, b':', 6, b'a'];
+    for _ in 1..10_000 {
+        m.extend(*b";\x00");
+    }
+    assert!(matches!(marshal::decode(&m, MAX), Ok(Some(_))));
     // A few links of a String read.
     let mut m = vec![4, 8, b'[', 4 + 5, b'I', b'"', 3 + 5, b'a', b'b', b'c'];
     m.extend(*b"\x06:\x06ET@\x06@\x06@\x06");
     assert_eq!(
-        marshal::decode(&m),
-        Some(Value::Json(json!(["abc", "abc", "abc", "abc"])))
+        marshal::decode(&m, MAX),
+        Ok(Some(Value::Json(json!(["abc", "abc", "abc", "abc"]))))
+    );
+}
+
+#[test]
+fn valid_marshal_outside_the_subset_is_foreign_and_read_to_its_end() {
+    let m = |hex: &str| marshal::decode(&unhex(hex), MAX);
+    for hex in [
+        // Object.new.tap { |o| o.instance_variable_set(:@a, 1) }
+        "04086f3a0b4f626a656374063a0740616906",
+        // Struct.new(:a).new(1) as S; a Regexp /a/; a class; a module
+        "0408533a0641063a06616906",
+        "0408492f066100063a064546",
+        "040863064f",
+        "04086d064b",
+        // a String subclass (C), extended (e), _dump (u), marshal_dump (U), Data (d)
+        "0408433a0653220661",
+        "0408653a064d5b00",
+        "0408753a06440678",
+        "0408553a06445b00",
+        "0408643a06445b00",
+        // a Hash with a default; a binary symbol; a String with another encoding
+        "04087d00690a",
+        "04083a06ff",
+        "0408492208616263063a0d656e636f64696e67220e53686966745f4a4953",
+        // inside an Array: an object, then a link to it
+        "04085b076f3a064f004006",
+    ] {
+        assert_eq!(m(hex), Ok(None), "{hex}");
+    }
+    // The rest of a payload is still checked after something outside the subset.
+    assert!(bad(m("04085b076f3a064f00400f")).contains("link to object 10"));
+    assert!(bad(m("04086f3a064f06")).contains("declares 1, more than the 0 bytes left"));
+    assert!(bad(m("04086f3a064f063a0661")).contains("truncated"));
+    // dalli: valid unmodelled → Foreign; malformed → Malformed; too large → TooLarge.
+    let obj = unhex("04086f3a0b4f626a656374063a0740616906");
+    assert_eq!(
+        decode(Codec::Dalli, 1, &obj, MAX),
+        Ok(Value::Foreign {
+            encoding: Encoding::RubyMarshal,
+            bytes: obj
+        })
+    );
+    assert!(matches!(
+        decode(Codec::Dalli, 1, &unhex("04085b0669"), MAX),
+        Err(ValueError::Malformed { codec: Codec::Dalli, flags: 1, ref detail })
+            if detail.starts_with("ruby-marshal: truncated")
+    ));
+    assert_eq!(
+        decode(Codec::Dalli, 1, &unhex("04082204ffffff7f"), MAX),
+        Err(ValueError::TooLarge {
+            size: (1 << 31) - 1,
+            max: MAX
+        })
     );
 }
 

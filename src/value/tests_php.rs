@@ -613,29 +613,104 @@ fn php_serialize_reads_the_subset_and_keeps_the_rest_foreign() {
         d(b"a:2:{i:1;s:1:\"x\";i:-5;N;}"),
         Value::Json(serde_json::json!({"1": "x", "-5": null}))
     );
+    // Valid, outside the subset: read to the end, then Foreign.
     for p in [
         &b"O:8:\"stdClass\":0:{}"[..],
-        b"a:1:{i:0;s:1:\"\xff\";}", // not UTF-8 inside a list
-        b"a:1:{i:0;d:INF;}",        // not JSON inside a list
-        b"a:1:{i:0;r:1;}",          // reference
-        b"i:5;junk",                // PHP 8.2 ignores the tail
-        b"i:99999999999999999999;", // PHP saturates with a warning
-        b"b:2;",
-        b"d:inf;",
-        b"a:1:{d:1.5;i:1;}", // keys are i: or s:
-        b"s:9:\"short\";",
-        b"a:4294967295:{}", // a count the input cannot hold
+        b"O:8:\"stdClass\":2:{s:1:\"a\";i:1;s:1:\"b\";a:1:{i:0;N;}}",
+        b"a:1:{i:0;s:1:\"\xff\";}",          // not UTF-8 inside a list
+        b"a:1:{i:0;d:INF;}",                 // not JSON inside a list
+        b"a:2:{i:0;O:1:\"A\":0:{}i:1;r:2;}", // an object, then a reference to it
+        b"a:2:{i:0;i:1;i:1;R:2;}",           // a PHP reference (&)
+        b"O:1:\"A\":1:{s:4:\"self\";r:1;}",  // an object holding itself
+        b"C:11:\"ArrayObject\":5:{x:i:0}",
+        b"E:7:\"Suit:Hs\";",
         b"S:1:\"\\61\";",
-        b"",
     ] {
         assert_eq!(d(p), foreign(p), "{}", String::from_utf8_lossy(p));
     }
-    // Deep nesting stops at the limit instead of the stack's end.
+    // Malformed: typed errors that say what and where.
+    let e = |p: &[u8]| match decode(Codec::PhpMemcached, 4, p, MAX) {
+        Err(ValueError::Malformed {
+            codec: Codec::PhpMemcached,
+            flags: 4,
+            detail,
+        }) => detail,
+        other => panic!("{}: {other:?}", String::from_utf8_lossy(p)),
+    };
+    for (p, detail) in [
+        (&b"i:5;junk"[..], "4 bytes after the value"),
+        (b"i:99999999999999999999;", "beyond 64 bits"),
+        (b"b:2;", "a bool other than 0 or 1"),
+        (b"d:inf;", "a float expected"),
+        (b"a:1:{d:1.5;i:1;}", "a key expected at byte 5"),
+        (b"s:9:\"short\";", "declares 9"),
+        (b"a:1:{i:0;R:5;}", "names value 5, 1 were read"),
+        (b"r:0;", "names value 0"),
+        (b"O:3:\"A-B\":0:{}", "a bad class name"),
+        (b"O:1:\"A\":1:{i:0;}", "declares 1"),
+        (b"O:1:\"A\":1:{i:0;i:0;", "'}' expected"),
+        (b"E:4:\"Suit\";", "an enum without a case"),
+        (b"S:1:\"\\6x\";", "a bad escape"),
+        (b"x:1;", "unknown tag 'x'"),
+        (b"a:1:{i:0;N;", "'}' expected"),
+        (b"s:1:\"a", "'\"' expected"),
+        (b"", "a value expected at byte 0"),
+    ] {
+        let got = e(p);
+        assert!(
+            got.starts_with("php-serialize: ") && got.contains(detail),
+            "{}: {got}",
+            String::from_utf8_lossy(p)
+        );
+    }
+    // Declared lengths beyond the maximum value size: TooLarge before anything is allocated.
+    let big = |p: &[u8]| decode(Codec::PhpMemcached, 4, p, MAX);
+    assert_eq!(
+        big(b"s:2147483648:\"\";"),
+        Err(ValueError::TooLarge {
+            size: 1 << 31,
+            max: MAX
+        })
+    );
+    assert_eq!(
+        big(b"a:1152921504606846976:{}"),
+        Err(ValueError::TooLarge {
+            size: 6 << 60,
+            max: MAX
+        })
+    );
+    assert!(matches!(
+        big(b"a:4294967295:{}"),
+        Err(ValueError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        big(b"C:1:\"A\":2147483648:{}"),
+        Err(ValueError::TooLarge { .. })
+    ));
+    // Deep nesting stops at the limit instead of the stack's end, with or without objects.
     let mut deep = Vec::new();
     for _ in 0..100_000 {
         deep.extend_from_slice(b"a:1:{i:0;");
     }
-    assert!(matches!(d(&deep), Value::Foreign { .. }));
+    assert!(e(&deep).contains("nested deeper than 512 levels"));
+    let mut deep = Vec::new();
+    for _ in 0..10_000 {
+        deep.extend_from_slice(b"O:1:\"A\":1:{s:1:\"a\";");
+    }
+    assert!(e(&deep).contains("nested deeper than 512 levels"));
+    // References are never followed: 10,000 of them to one large array cost nothing.
+    let mut refs = b"a:10001:{i:0;a:1000:{".to_vec();
+    for i in 0..1000 {
+        refs.extend_from_slice(format!("i:{i};s:10:\"xxxxxxxxxx\";").as_bytes());
+    }
+    refs.push(b'}');
+    for i in 1..=10_000 {
+        refs.extend_from_slice(format!("i:{i};R:2;").as_bytes());
+    }
+    refs.push(b'}');
+    let t = std::time::Instant::now();
+    assert_eq!(d(&refs), foreign(&refs));
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
     let mut ok = Vec::new();
     for _ in 0..100 {
         ok.extend_from_slice(b"a:1:{i:0;");
@@ -668,10 +743,8 @@ fn php_msgpack_reads_the_subset_and_keeps_the_rest_foreign() {
         b"\x82\xc0\x01\x00\x01",                     // msgpack-php's reference marker
         b"\x91\xc4\x01\x00",                         // bin inside a list
         b"\x91\xd4\x01\x00",                         // ext
+        b"\xd4\x01\x00",                             // ext at the top
         b"\x91\xcb\x7f\xf0\x00\x00\x00\x00\x00\x00", // inf inside a list
-        b"\x2a\x2a",                                 // bytes after the value
-        b"\x92\x01",                                 // truncated
-        b"",
     ] {
         assert_eq!(
             d(p),
@@ -683,8 +756,55 @@ fn php_msgpack_reads_the_subset_and_keeps_the_rest_foreign() {
             hex(p)
         );
     }
+    let e = |p: &[u8]| match decode(Codec::PhpMemcached, 7, p, MAX) {
+        Err(ValueError::Malformed {
+            codec: Codec::PhpMemcached,
+            flags: 7,
+            detail,
+        }) => detail,
+        other => panic!("{}: {other:?}", hex(p)),
+    };
+    for (p, detail) in [
+        (&b"\x2a\x2a"[..], "1 bytes after the value"),
+        (b"\x92\x01", "declares 2, more than the 1 bytes left"),
+        (b"\x92\x01\xcd\x01", "the value at byte 2 declares 2"),
+        (b"\x92\x01\xdc\x00", "truncated at byte 3"),
+        (b"\xa5ab", "declares 5"),
+        (b"\x91\xc1", "reserved byte 0xc1 at byte 1"),
+        (b"\xdd\x00\x00\x00\x05\xc0", "declares 5"),
+        (b"\xcd\x01", "the value at byte 0 declares 2"),
+        (b"", "truncated at byte 0"),
+    ] {
+        let got = e(p);
+        assert!(
+            got.starts_with("msgpack: ") && got.contains(detail),
+            "{}: {got}",
+            hex(p)
+        );
+    }
+    // Declared lengths beyond the maximum value size: TooLarge.
+    for (p, size) in [
+        (&b"\xdb\x80\x00\x00\x00"[..], 1u64 << 31),
+        (b"\xc6\xff\xff\xff\xff", (1 << 32) - 1),
+        (b"\xdf\x80\x00\x00\x00", 1 << 32),
+        (b"\xc9\x80\x00\x00\x00\x01", (1 << 31) + 1),
+    ] {
+        assert_eq!(
+            decode(Codec::PhpMemcached, 7, p, MAX),
+            Err(ValueError::TooLarge { size, max: MAX }),
+            "{}",
+            hex(p)
+        );
+    }
     let deep = vec![0x91u8; 100_000];
-    assert!(matches!(d(&deep), Value::Foreign { .. }));
+    assert!(e(&deep).contains("nested deeper than 256 levels"));
+    let mut ok = vec![0x91u8; 256];
+    ok.push(0xa1);
+    ok.push(b'x');
+    assert!(matches!(d(&ok), Value::Msgpack(_)));
+    let mut over = vec![0x91u8; 257];
+    over.push(0xc0);
+    assert!(e(&over).contains("nested deeper"));
 }
 
 // ---------------------------------------------------------------- zstd (php-memcached 3.3)
@@ -699,13 +819,10 @@ fn php_3_3_zstd_frames_decode_with_the_prefix_checked() {
     assert_eq!(d(0x90, &frame, MAX), Ok(want.clone()));
     assert_eq!(d(0x0007_0090, &checked, MAX), Ok(want.clone()));
     // The same frame with PHP serialize's type: the bytes are text, not a serialized value.
-    assert_eq!(
+    assert!(matches!(
         d(0x94, &frame, MAX),
-        Ok(Value::Foreign {
-            encoding: Encoding::PhpSerialize,
-            bytes: plain.clone()
-        })
-    );
+        Err(ValueError::Malformed { flags: 0x94, .. })
+    ));
     let corrupt = |r: Result<Value, ValueError>| {
         matches!(
             r,

@@ -270,7 +270,7 @@ fn pylibmc_reads_of_pickles_agree_with_pylibmc() {
 
 /// Python 3.11 `pickle.dumps(value, protocol=5)` unless named.
 fn py(hex: &str) -> Option<Value> {
-    pickle::decode(&unhex(hex))
+    pickle::decode(&unhex(hex), MAX).expect("valid pickle")
 }
 
 #[test]
@@ -298,21 +298,13 @@ fn python_pickles_outside_the_subset_stay_foreign() {
         ),
         None
     );
-    // x = []; [x, x]: the same list twice (a GET of a list).
-    assert_eq!(py("80059509000000000000005d94285d946801652e"), None);
-    let foreign = decode(
-        Codec::Pylibmc,
-        1,
-        &unhex("80059509000000000000005d94285d946801652e"),
-        MAX,
+    // x = []; [x, x]: the same list twice (a GET of a list) reads as two copies.
+    assert_eq!(
+        py("80059509000000000000005d94285d946801652e"),
+        Some(Value::Json(serde_json::json!([[], []])))
     );
-    assert!(matches!(
-        foreign,
-        Ok(Value::Foreign {
-            encoding: Encoding::Pickle,
-            ..
-        })
-    ));
+    // x = []; x.append(x): a list that holds itself.
+    assert_eq!(py("80059507000000000000005d946800612e"), None);
 }
 
 #[test]
@@ -371,32 +363,55 @@ fn our_pickles_read_back_as_the_same_values() {
     for v in values {
         let p = pickle::encode(&v).expect("encode");
         assert!(p.starts_with(&[0x80, 3]), "protocol 3");
-        let back = pickle::decode(&p).unwrap_or_else(|| panic!("{v:?} does not read back"));
+        let back = pickle::decode(&p, MAX)
+            .expect("valid pickle")
+            .unwrap_or_else(|| panic!("{v:?} does not read back"));
         assert!(same(&back, &v), "{v:?} read back as {back:?}");
     }
     assert!(pickle::encode(&Value::BigInt("12a".into())).is_err());
     assert!(pickle::encode(&Value::Msgpack(J::Null)).is_err());
 }
 
+/// The detail of a `Malformed` outcome (panics on anything else).
+fn bad(r: serial::Outcome) -> String {
+    match r {
+        Err(serial::Bad::Malformed(d)) => d,
+        other => panic!("not malformed: {other:?}"),
+    }
+}
+
 #[test]
 fn hostile_pickles_are_refused_before_serde_pickle_runs() {
-    // BINBYTES8 announcing 2^60 bytes: refused by the length check, nothing allocated.
+    let d = |p: &[u8]| pickle::decode(p, MAX);
+    // BINBYTES8 announcing 2^60 bytes, BINUNICODE 2^31: refused by the length check, nothing
+    // allocated; within MAX but past the end: truncated.
     let mut p = vec![0x80, 4, 0x8e];
     p.extend((1u64 << 60).to_le_bytes());
     p.push(b'.');
-    assert_eq!(pickle::decode(&p), None);
-    // 200 nested lists: beyond the depth limit, no stack overflow.
-    let mut p = vec![0x80, 2];
-    p.extend(std::iter::repeat_n(b']', 200));
-    p.extend(std::iter::repeat_n(b'a', 199));
+    assert_eq!(d(&p), Err(serial::Bad::TooLarge(1 << 60)));
+    let mut p = vec![0x80, 4, b'X'];
+    p.extend((1u32 << 31).to_le_bytes());
+    assert_eq!(d(&p), Err(serial::Bad::TooLarge(1 << 31)));
+    assert!(bad(d(b"\x80\x02X\x05\x00\x00\x00ab")).contains("declares 5"));
+    // 200 nested lists: beyond the depth limit, no stack overflow; 100,000 the same.
+    let nested = |n: usize| {
+        let mut p = vec![0x80, 2];
+        p.extend(std::iter::repeat_n(b']', n));
+        p.extend(std::iter::repeat_n(b'a', n - 1));
+        p.push(b'.');
+        p
+    };
+    assert!(bad(d(&nested(200))).contains("nested deeper than 128"));
+    assert!(bad(d(&nested(129))).contains("nested deeper than 128"));
+    assert!(matches!(d(&nested(128)), Ok(Some(Value::Json(_)))));
+    assert!(bad(d(&nested(100_000))).contains("nested deeper"));
+    // The same through memo references: each list holds the previous one (GET).
+    let mut p = vec![0x80, 2, b']', b'q', 0];
+    for k in 1..=200u8 {
+        p.extend([b'0', b']', b'q', k, b'h', k - 1, b'a']);
+    }
     p.push(b'.');
-    assert_eq!(pickle::decode(&p), None);
-    // 100 nested lists: fine.
-    let mut p = vec![0x80, 2];
-    p.extend(std::iter::repeat_n(b']', 100));
-    p.extend(std::iter::repeat_n(b'a', 99));
-    p.push(b'.');
-    assert!(matches!(pickle::decode(&p), Some(Value::Json(_))));
+    assert!(bad(d(&p)).contains("nested deeper"));
     // A 255-byte str memoized, then fetched 10,000 times: 2.5 MB of copies from 20 kB.
     let mut p = vec![0x80, 4, b'(', 0x8c, 0xff];
     p.extend([b'x'; 255]);
@@ -405,7 +420,7 @@ fn hostile_pickles_are_refused_before_serde_pickle_runs() {
         p.extend([b'h', 0]);
     }
     p.extend([b'l', b'.']);
-    assert_eq!(pickle::decode(&p), None);
+    assert!(bad(d(&p)).contains("memo references expand to more than 16 times"));
     // The same with 10 fetches reads.
     let mut p = vec![0x80, 4, b'(', 0x8c, 3, b'a', b'b', b'c', 0x94];
     for _ in 0..10 {
@@ -413,16 +428,110 @@ fn hostile_pickles_are_refused_before_serde_pickle_runs() {
     }
     p.extend([b'l', b'.']);
     assert_eq!(
-        pickle::decode(&p),
-        Some(Value::Json(J::Array(vec![J::from("abc"); 11])))
+        d(&p),
+        Ok(Some(Value::Json(J::Array(vec![J::from("abc"); 11]))))
     );
-    // DUP; a PUT of a memo reference; a memo id reused; data after STOP; truncated.
-    assert_eq!(pickle::decode(b"\x80\x02N2l."), None);
-    assert_eq!(pickle::decode(b"\x80\x02Nq\x00q\x01."), None);
-    assert_eq!(pickle::decode(b"\x80\x02(Nq\x00Nq\x00l."), None);
-    assert_eq!(pickle::decode(b"\x80\x02N.N"), None);
-    assert_eq!(pickle::decode(b"\x80\x02X\x05\x00\x00\x00ab"), None);
-    assert_eq!(pickle::decode(b""), None);
+    // Each list holds the previous one twice: 2^40 lists from 250 bytes.
+    let mut p = vec![0x80, 2, b']', b'q', 0];
+    for k in 1..=40u8 {
+        p.extend([b'0', b']', b'q', k, b'(', b'h', k - 1, b'h', k - 1, b'e']);
+    }
+    p.push(b'.');
+    let t = std::time::Instant::now();
+    assert!(bad(d(&p)).contains("memo references expand"));
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    // A list shared inside a shared list, three times: within the budget, but serde-pickle
+    // counts references and refuses the fourth visit as recursive: Foreign.
+    let mut p = vec![0x80, 2, b']', b'q', 0];
+    for k in 1..=3u8 {
+        p.extend([b'0', b']', b'q', k, b'(', b'h', k - 1, b'h', k - 1, b'e']);
+    }
+    p.push(b'.');
+    assert_eq!(d(&p), Ok(None));
+    // A GET of nothing, data after STOP, truncated, an unknown opcode, stack underflow, two
+    // values at STOP, no mark, items added to a scalar, a protocol from the future, empty.
+    assert!(bad(d(b"\x80\x02h\x07.")).contains("memo id 7"));
+    assert!(bad(d(b"\x80\x02N.N")).contains("1 bytes after STOP"));
+    assert!(bad(d(b"\x80\x02]")).contains("truncated at byte 3"));
+    assert!(bad(d(b"\x80\x02\xff.")).contains("unknown opcode 0xff"));
+    assert!(bad(d(b"\x80\x02a.")).contains("underflow"));
+    assert!(bad(d(b"\x80\x02NN.")).contains("2 values"));
+    assert!(bad(d(b"\x80\x02Nl.")).contains("no mark"));
+    assert!(bad(d(b"\x80\x02NNa.")).contains("scalar"));
+    assert!(bad(d(b"\x80\x09N.")).contains("protocol 9"));
+    assert!(bad(d(b"\x80\x02I12x\n.")).contains("serde-pickle"));
+    assert!(bad(d(b"")).contains("truncated"));
+    let mut p = vec![0x80, 2, 0x8a, 0xff];
+    p.extend([1; 255]);
+    p.push(b'.');
+    assert!(matches!(d(&p), Ok(Some(Value::BigInt(_)))));
+    let mut p = vec![0x80, 2, 0x8b];
+    p.extend(5000u32.to_le_bytes());
+    p.extend([1; 5000]);
+    p.push(b'.');
+    assert!(bad(d(&p)).contains("beyond the limit of 4096"));
+    // DUP; a PUT of a memo reference; a memo id reused: valid, read by Python, outside what
+    // serde-pickle reads as Python does.
+    assert_eq!(d(b"\x80\x02]2a."), Ok(None));
+    assert_eq!(d(b"\x80\x02Nq\x00q\x01."), Ok(None));
+    assert_eq!(d(b"\x80\x02(Nq\x00Nq\x00l."), Ok(None));
+    // A list that contains itself: valid, outside the subset.
+    assert_eq!(d(b"\x80\x02]q\x00h\x00a."), Ok(None));
+}
+
+#[test]
+fn valid_pickles_outside_the_subset_are_foreign_and_read_to_their_end() {
+    let d = |p: &[u8]| pickle::decode(p, MAX);
+    for p in [
+        // class C: pass; pickle.dumps(C(), 2): GLOBAL, EMPTY_TUPLE, NEWOBJ, EMPTY_DICT, BUILD
+        &b"\x80\x02c__main__\nC\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00aq\x03K\x01sb."[..],
+        // protocol 4: STACK_GLOBAL, REDUCE of a tuple
+        b"\x80\x04\x8c\x08builtins\x8c\x03set\x93](K\x01e\x85R.",
+        // protocol 0: INST; OBJ; a frozenset; an extension code; a persistent id
+        b"(i__main__\nC\n(dp0\nb.",
+        b"(c__main__\nC\no.",
+        b"\x80\x04(K\x01\x91.",
+        b"\x80\x02\x82\x05.",
+        b"Pid\n.",
+        b"\x80\x02N\x8f(K\x01\x90Q0.",
+        // Python 2 str; a bytearray; buffers
+        b"S'a'\n.",
+        b"\x80\x02U\x01a.",
+        b"\x80\x05\x96\x01\x00\x00\x00\x00\x00\x00\x00a.",
+        b"\x80\x05\x97\x98.",
+    ] {
+        assert_eq!(d(p), Ok(None), "{}", String::from_utf8_lossy(p));
+    }
+    // Outside the subset, the rest is still checked.
+    assert!(bad(d(b"\x80\x02c__main__\nC\n)\x81h\x09.")).contains("memo id 9"));
+    assert!(bad(d(b"\x80\x02c__main__\nC\n)\x81")).contains("truncated"));
+    let mut deep = b"\x80\x02c__main__\nC\n".to_vec();
+    deep.extend(std::iter::repeat_n(*b")\x81", 300).flatten());
+    deep.push(b'.');
+    assert!(bad(d(&deep)).contains("nested deeper"));
+    // pylibmc: Foreign, Malformed and TooLarge.
+    let inst = b"\x80\x02c__main__\nC\nq\x00)\x81q\x01}q\x02X\x01\x00\x00\x00aq\x03K\x01sb.";
+    assert_eq!(
+        decode(Codec::Pylibmc, 1, inst, MAX),
+        Ok(Value::Foreign {
+            encoding: Encoding::Pickle,
+            bytes: inst.to_vec()
+        })
+    );
+    assert!(matches!(
+        decode(Codec::Pylibmc, 1, b"\x80\x02]", MAX),
+        Err(ValueError::Malformed { codec: Codec::Pylibmc, flags: 1, ref detail })
+            if detail.starts_with("pickle: truncated")
+    ));
+    let mut p = vec![0x80, 4, 0x8e];
+    p.extend((1u64 << 60).to_le_bytes());
+    assert_eq!(
+        decode(Codec::Pylibmc, 1, &p, MAX),
+        Err(ValueError::TooLarge {
+            size: 1 << 60,
+            max: MAX
+        })
+    );
 }
 
 #[test]

@@ -19,19 +19,33 @@
 //! | `[` / `{` | Array / Hash with String or Symbol keys | `Json` |
 //! | `@` + index | a link to an object written before | that object |
 //!
-//! Anything else (objects, structs, user classes, `encoding` ivars, a Hash with a default or
-//! other keys or two keys of the same text, and inside an Array or Hash: binary strings,
-//! non-finite floats, integers beyond 64 bits) reads as `None`.
+//! Valid but outside the subset (`Ok(None)`: the caller keeps the bytes as `Foreign`), each
+//! read to its end so that the rest of the payload is checked too: objects (`o`), structs
+//! (`S`), `_dump` / `marshal_dump` objects (`u`, `U`), classes and modules (`c`, `m`, `M`),
+//! extended objects (`e`), user subclasses (`C`), Regexps (`/`), Data (`d`), objects with
+//! instance variables (`I` around anything but a String or Symbol), a String with another
+//! encoding or other ivars, a binary Symbol, a Hash with a default (`}`) or keys that are not
+//! Strings or Symbols or two keys of the same text, a link to an object still being read (a
+//! recursive structure), and inside an Array or Hash: binary strings, non-finite floats,
+//! integers beyond 64 bits.
 //!
-//! Untrusted input: every length is checked against the input left before anything is
-//! allocated; nesting is limited to [`MAX_DEPTH`]; links (`@`) may copy at most
-//! [`COPY_FACTOR`] times the input's size (a link is 2 bytes, the object it copies need not
-//! be); a bignum is turned into decimal text only up to [`MAX_BIGNUM_BYTES`] (quadratic).
+//! Malformed ([`Bad`]): a version other than 4.8, an unknown type byte, a truncated value, a
+//! negative length, a length or count the input cannot hold (`TooLarge` beyond the maximum
+//! value size), a link (`@`) or symbol link (`;`) to nothing read yet, a float that is not
+//! Ruby's text, a bignum sign other than `+` / `-`, and the limits: nesting deeper than
+//! [`MAX_DEPTH`], links copying more than [`COPY_FACTOR`] times the input's size (a link is 2
+//! bytes, the object it copies need not be), a bignum beyond [`MAX_BIGNUM_BYTES`] (its decimal
+//! text is quadratic), bytes after the value (`Marshal.load` ignores them; dalli never writes
+//! them).
+//!
+//! Untrusted input: every length is checked against the input left and the maximum value size
+//! before anything is allocated.
 
 use std::collections::HashMap;
 
 use serde_json::Value as J;
 
+use super::{Bad, Outcome, declared, malformed};
 use crate::value::Value;
 
 /// Nesting levels of Arrays, Hashes and ivars read.
@@ -43,52 +57,77 @@ const COPY_FACTOR: usize = 16;
 /// The largest bignum magnitude read, in bytes (about 9,860 decimal digits).
 const MAX_BIGNUM_BYTES: usize = 4096;
 
-/// The value, or `None` when the bytes hold something outside the JSON-like subset.
-pub(crate) fn decode(bytes: &[u8]) -> Option<Value> {
-    let rest = bytes.strip_prefix(&[4, 8])?;
+/// The value; `Ok(None)` when valid but outside the subset.
+pub(crate) fn decode(bytes: &[u8], max: usize) -> Outcome {
+    let rest = bytes
+        .strip_prefix(&[4, 8])
+        .ok_or_else(|| malformed("not Marshal 4.8 (04 08)"))?;
     let mut r = Reader {
         data: rest,
         pos: 0,
+        max,
         symbols: Vec::new(),
         objects: Vec::new(),
         budget: bytes.len().saturating_mul(COPY_FACTOR),
     };
     let v = r.object(0)?;
-    // Marshal.load ignores what follows the object; a payload with a tail is not what dalli
-    // writes, so it stays foreign rather than half-read.
-    (r.pos == r.data.len()).then_some(v)
+    // Marshal.load ignores what follows the object; dalli never writes it.
+    if r.pos != r.data.len() {
+        return Err(malformed(format!(
+            "{} bytes after the value",
+            r.data.len() - r.pos
+        )));
+    }
+    Ok(v)
+}
+
+/// An object Ruby registers for links (`r_entry`).
+enum Slot {
+    /// Still being read: a link to it is a cycle.
+    Reading,
+    /// Read: its value, `None` when outside the subset.
+    Read(Option<Value>),
 }
 
 struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
-    /// Symbols in the order read (`;` + index).
-    symbols: Vec<String>,
-    /// Objects in the order Ruby registers them (`r_entry`), `None` while still being read
-    /// (a link to it is a cycle).
-    objects: Vec<Option<Value>>,
+    /// The maximum value size.
+    max: usize,
+    /// Symbols in the order read (`;` + index), `None` for one that is not UTF-8 text.
+    symbols: Vec<Option<String>>,
+    /// Objects in the order Ruby registers them.
+    objects: Vec<Slot>,
     /// Bytes links may still copy.
     budget: usize,
 }
 
+type Read<T> = Result<T, Bad>;
+
 impl<'a> Reader<'a> {
-    fn byte(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
+    fn byte(&mut self) -> Read<u8> {
+        let b = *self
+            .data
+            .get(self.pos)
+            .ok_or_else(|| malformed(format!("truncated at byte {}", self.pos + 2)))?;
         self.pos += 1;
-        Some(b)
+        Ok(b)
     }
 
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.data.get(self.pos..self.pos.checked_add(n)?)?;
+    fn take(&mut self, n: usize) -> Read<&'a [u8]> {
+        let s = self
+            .data
+            .get(self.pos..self.pos.saturating_add(n))
+            .ok_or_else(|| malformed(format!("truncated at byte {}", self.pos + 2)))?;
         self.pos += n;
-        Some(s)
+        Ok(s)
     }
 
     /// `r_long`: 0; 5..=127 → n − 5; −128..=−5 → n + 5; 1..=4: that many little-endian
     /// bytes follow; −1..=−4: that many low bytes of a negative number.
-    fn long(&mut self) -> Option<i64> {
+    fn long(&mut self) -> Read<i64> {
         let c = self.byte()? as i8;
-        Some(match c {
+        Ok(match c {
             0 => 0,
             5..=127 => i64::from(c) - 5,
             -128..=-5 => i64::from(c) + 5,
@@ -111,147 +150,273 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// A length: not negative, and at most the input left divided by `per` (the fewest bytes
-    /// one unit takes).
-    fn len(&mut self, per: usize) -> Option<usize> {
-        let n = usize::try_from(self.long()?).ok()?;
+    /// A length of units of at least `per` bytes: not negative, within the input left and the
+    /// maximum value size.
+    fn len(&mut self, per: u64) -> Read<usize> {
+        let at = self.pos + 2;
+        let n = self.long()?;
+        let n = u64::try_from(n)
+            .map_err(|_| malformed(format!("a negative length ({n}) at byte {at}")))?;
         let left = self.data.len() - self.pos;
-        (n <= left / per).then_some(n)
+        declared(n, per, left, self.max, "the length", at)
     }
 
-    fn bytes(&mut self) -> Option<&'a [u8]> {
+    fn bytes(&mut self) -> Read<&'a [u8]> {
         let n = self.len(1)?;
         self.take(n)
     }
 
     fn register(&mut self) -> usize {
-        self.objects.push(None);
+        self.objects.push(Slot::Reading);
         self.objects.len() - 1
     }
 
-    fn object(&mut self, depth: usize) -> Option<Value> {
+    /// Registers `v` (read) in slot `at` and gives it back.
+    fn done(&mut self, at: usize, v: Option<Value>) -> Option<Value> {
+        self.objects[at] = Slot::Read(v.clone());
+        v
+    }
+
+    fn object(&mut self, depth: usize) -> Read<Option<Value>> {
         if depth > MAX_DEPTH {
-            return None;
+            return Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")));
         }
-        Some(match self.byte()? {
-            b'0' => Value::Null,
-            b'T' => Value::Bool(true),
-            b'F' => Value::Bool(false),
-            b'i' => Value::Int(self.long()?),
+        let at_byte = self.pos + 2;
+        Ok(match self.byte()? {
+            b'0' => Some(Value::Null),
+            b'T' => Some(Value::Bool(true)),
+            b'F' => Some(Value::Bool(false)),
+            b'i' => Some(Value::Int(self.long()?)),
             b':' | b';' => {
                 self.pos -= 1;
-                Value::String(self.symbol()?)
+                self.symbol(depth)?.map(Value::String)
             }
             b'l' => {
                 let at = self.register();
                 let sign = self.byte()?;
                 let words = self.len(2)?;
                 let v = bignum(sign, self.take(words * 2)?)?;
-                self.objects[at] = Some(v.clone());
-                v
+                self.done(at, Some(v))
             }
             b'f' => {
                 let at = self.register();
-                let v = Value::Float(float(self.bytes()?)?);
-                self.objects[at] = Some(v.clone());
-                v
+                let text = self.bytes()?;
+                let f = float(text).ok_or_else(|| {
+                    malformed(format!("a float that is not a number at byte {at_byte}"))
+                })?;
+                self.done(at, Some(Value::Float(f)))
             }
             b'"' => {
                 let at = self.register();
                 let v = Value::Bytes(self.bytes()?.to_vec());
-                self.objects[at] = Some(v.clone());
-                v
+                self.done(at, Some(v))
             }
             b'I' => self.with_ivars(depth)?,
             b'[' => {
                 let at = self.register();
                 let n = self.len(1)?;
-                let mut items = Vec::with_capacity(n);
+                let mut items = Some(Vec::with_capacity(n));
                 for _ in 0..n {
-                    items.push(json(self.object(depth + 1)?)?);
+                    let item = self.object(depth + 1)?.and_then(json);
+                    items = items.zip(item).map(|(mut items, item)| {
+                        items.push(item);
+                        items
+                    });
                 }
-                let v = Value::Json(J::Array(items));
-                self.objects[at] = Some(v.clone());
-                v
+                self.done(at, items.map(|i| Value::Json(J::Array(i))))
             }
-            b'{' => {
+            tag @ (b'{' | b'}') => {
                 let at = self.register();
                 let n = self.len(2)?;
-                let mut map = serde_json::Map::new();
+                let mut map = Some(serde_json::Map::new());
                 for _ in 0..n {
-                    let Value::String(k) = self.object(depth + 1)? else {
-                        return None;
+                    let k = self.object(depth + 1)?;
+                    let v = self.object(depth + 1)?.and_then(json);
+                    map = match (map, k, v) {
+                        // "a" and :a are two keys to Ruby, one to JSON.
+                        (Some(mut map), Some(Value::String(k)), Some(v)) => {
+                            map.insert(k, v).is_none().then_some(map)
+                        }
+                        _ => None,
                     };
-                    let v = json(self.object(depth + 1)?)?;
-                    // "a" and :a are two keys to Ruby, one to JSON.
-                    if map.insert(k, v).is_some() {
-                        return None;
-                    }
                 }
-                let v = Value::Json(J::Object(map));
-                self.objects[at] = Some(v.clone());
-                v
+                if tag == b'}' {
+                    self.object(depth + 1)?; // the default
+                    map = None;
+                }
+                self.done(at, map.map(|m| Value::Json(J::Object(m))))
             }
             b'@' => {
-                let at = usize::try_from(self.long()?).ok()?;
-                let v = self.objects.get(at)?.as_ref()?;
-                self.budget = self.budget.checked_sub(weight(v))?;
-                v.clone()
+                let n = self.long()?;
+                let slot = usize::try_from(n).ok().and_then(|i| self.objects.get(i));
+                match slot {
+                    None => {
+                        return Err(malformed(format!(
+                            "a link to object {n} at byte {at_byte}, {} were read",
+                            self.objects.len()
+                        )));
+                    }
+                    Some(Slot::Reading | Slot::Read(None)) => None,
+                    Some(Slot::Read(Some(v))) => {
+                        let cost = weight(v);
+                        self.budget = self.budget.checked_sub(cost).ok_or_else(|| {
+                            malformed(format!(
+                                "links copy more than {COPY_FACTOR} times the payload's size"
+                            ))
+                        })?;
+                        Some(v.clone())
+                    }
+                }
             }
-            _ => return None,
+            // An object, a struct: class, then ivars or members.
+            b'o' | b'S' => {
+                let at = self.register();
+                self.symbol(depth)?;
+                self.ivars(depth)?;
+                self.done(at, None)
+            }
+            // _dump: class and bytes; registered after.
+            b'u' => {
+                self.symbol(depth)?;
+                self.bytes()?;
+                let at = self.register();
+                self.done(at, None)
+            }
+            // marshal_dump, Data: class and an object.
+            b'U' | b'd' => {
+                let at = self.register();
+                self.symbol(depth)?;
+                self.object(depth + 1)?;
+                self.done(at, None)
+            }
+            // extended, user subclass: a module or class, then the object.
+            b'e' | b'C' => {
+                self.symbol(depth)?;
+                self.object(depth + 1)?;
+                None
+            }
+            // class, module, old module: the name.
+            b'c' | b'm' | b'M' => {
+                let at = self.register();
+                self.bytes()?;
+                self.done(at, None)
+            }
+            // Regexp: source and options.
+            b'/' => {
+                let at = self.register();
+                self.bytes()?;
+                self.byte()?;
+                self.done(at, None)
+            }
+            other => {
+                return Err(malformed(format!(
+                    "unknown type byte {other:#04x} at byte {at_byte}"
+                )));
+            }
         })
     }
 
-    /// `:` + name (a new symbol), `;` + index (one read before), or `I:` + name + ivars.
-    fn symbol(&mut self) -> Option<String> {
+    /// A count, then that many (symbol, object) pairs, all read and dropped.
+    fn ivars(&mut self, depth: usize) -> Read<()> {
+        let n = self.len(2)?;
+        for _ in 0..n {
+            self.symbol(depth)?;
+            self.object(depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// `:` + name (a new symbol), `;` + index (one read before), or `I:` + name + ivars; `None`
+    /// for a symbol that is not UTF-8 text.
+    fn symbol(&mut self, depth: usize) -> Read<Option<String>> {
+        if depth > MAX_DEPTH {
+            return Err(malformed(format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        let at_byte = self.pos + 2;
         match self.byte()? {
             b':' => {
-                let name = String::from_utf8(self.bytes()?.to_vec()).ok()?;
+                let name = String::from_utf8(self.bytes()?.to_vec()).ok();
                 self.symbols.push(name.clone());
-                Some(name)
+                Ok(name)
             }
             b';' => {
-                let at = usize::try_from(self.long()?).ok()?;
-                self.symbols.get(at).cloned()
+                let n = self.long()?;
+                match usize::try_from(n).ok().and_then(|i| self.symbols.get(i)) {
+                    Some(s) => Ok(s.clone()),
+                    None => Err(malformed(format!(
+                        "a link to symbol {n} at byte {at_byte}, {} were read",
+                        self.symbols.len()
+                    ))),
+                }
             }
-            _ => None,
+            b'I' if self.data.get(self.pos) == Some(&b':') => {
+                self.pos += 1;
+                let raw = self.bytes()?;
+                let at = self.symbols.len();
+                self.symbols.push(None);
+                let name = self.encoded(raw, false, depth)?;
+                let name = match name {
+                    Some(Value::String(s)) => Some(s),
+                    _ => None,
+                };
+                self.symbols[at] = name.clone();
+                Ok(name)
+            }
+            other => Err(malformed(format!(
+                "a symbol expected at byte {at_byte}, found {other:#04x}"
+            ))),
         }
     }
 
-    /// `I` + a String or Symbol + its instance variables: only the encoding flag `E` (true:
-    /// UTF-8, false: US-ASCII) is a plain value; `encoding` (any other encoding) or any other
-    /// ivar is not.
-    fn with_ivars(&mut self, depth: usize) -> Option<Value> {
-        let (at, raw) = match self.byte()? {
-            b'"' => (Some(self.register()), self.bytes()?),
-            b':' => {
-                let raw = self.bytes()?;
-                self.symbols.push(String::from_utf8(raw.to_vec()).ok()?);
-                (None, raw)
-            }
-            _ => return None,
-        };
+    /// The ivars of a String (`binary`) or Symbol: only the encoding flag `E` (true: UTF-8,
+    /// false: US-ASCII) makes text; `encoding` (another encoding) or any other ivar is outside
+    /// the subset. A String without ivars is `Bytes`.
+    fn encoded(&mut self, raw: &[u8], binary: bool, depth: usize) -> Read<Option<Value>> {
         let n = self.len(2)?;
         let mut encoding = None;
+        let mut plain = true;
         for _ in 0..n {
-            let name = self.symbol()?;
+            let name = self.symbol(depth + 1)?;
             let flag = self.object(depth + 1)?;
-            match (name.as_str(), flag) {
-                ("E", Value::Bool(utf8)) if encoding.is_none() => encoding = Some(utf8),
-                _ => return None,
+            match (name.as_deref(), flag) {
+                (Some("E"), Some(Value::Bool(utf8))) if encoding.is_none() => {
+                    encoding = Some(utf8);
+                }
+                _ => plain = false,
             }
         }
-        let v = match encoding {
-            Some(true) => Value::String(String::from_utf8(raw.to_vec()).ok()?),
-            Some(false) if raw.is_ascii() => Value::String(String::from_utf8(raw.to_vec()).ok()?),
-            Some(false) => return None,
-            None if at.is_some() => Value::Bytes(raw.to_vec()),
-            None => Value::String(String::from_utf8(raw.to_vec()).ok()?),
-        };
-        if let Some(at) = at {
-            self.objects[at] = Some(v.clone());
+        let text = || String::from_utf8(raw.to_vec()).ok().map(Value::String);
+        Ok(match encoding {
+            _ if !plain => None,
+            Some(true) => text(),
+            Some(false) if raw.is_ascii() => text(),
+            Some(false) => None,
+            None if binary => Some(Value::Bytes(raw.to_vec())),
+            None => text(),
+        })
+    }
+
+    /// `I` + an object + its instance variables: a String or Symbol with its encoding, or
+    /// anything else (outside the subset).
+    fn with_ivars(&mut self, depth: usize) -> Read<Option<Value>> {
+        match self.data.get(self.pos) {
+            Some(b'"') => {
+                self.pos += 1;
+                let at = self.register();
+                let raw = self.bytes()?;
+                let v = self.encoded(raw, true, depth)?;
+                Ok(self.done(at, v))
+            }
+            Some(b':') => {
+                self.pos -= 1;
+                Ok(self.symbol(depth)?.map(Value::String))
+            }
+            _ => {
+                self.object(depth + 1)?;
+                self.ivars(depth)?;
+                Ok(None)
+            }
         }
-        Some(v)
     }
 }
 
@@ -309,15 +474,17 @@ fn float(text: &[u8]) -> Option<f64> {
 }
 
 /// `l`: a sign byte (`+` / `-`) and the little-endian magnitude.
-fn bignum(sign: u8, le: &[u8]) -> Option<Value> {
+fn bignum(sign: u8, le: &[u8]) -> Read<Value> {
     let negative = match sign {
         b'+' => false,
         b'-' => true,
-        _ => return None,
+        _ => return Err(malformed(format!("a bignum sign {sign:#04x}"))),
     };
     let significant = le.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     if significant > MAX_BIGNUM_BYTES {
-        return None;
+        return Err(malformed(format!(
+            "a bignum of {significant} bytes, beyond the limit of {MAX_BIGNUM_BYTES}"
+        )));
     }
     let le = &le[..significant];
     if le.len() <= 8 {
@@ -330,11 +497,11 @@ fn bignum(sign: u8, le: &[u8]) -> Option<Value> {
             i64::try_from(m).ok()
         };
         if let Some(i) = i {
-            return Some(Value::Int(i));
+            return Ok(Value::Int(i));
         }
     }
     let digits = le_to_decimal(le);
-    Some(Value::BigInt(if negative {
+    Ok(Value::BigInt(if negative {
         format!("-{digits}")
     } else {
         digits

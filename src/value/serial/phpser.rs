@@ -15,11 +15,21 @@
 //! leading zeros, `d:` decimals with an optional exponent or the three words, keys are `i:` or
 //! `s:` only, and a string key that is a canonical integer becomes that integer
 //! (`zend_symtable_update`: `a:1:{s:1:"0";…}` is the list `[…]`); a repeated key replaces the
-//! earlier value in its place. Anything else — objects (`O:`, `C:`, enums `E:`), references
-//! (`r:`, `R:`), escaped strings (`S:`), an integer out of range (PHP saturates with a warning),
-//! bytes after the value (PHP 8.2 ignores them), nesting deeper than [`MAX_DEPTH`], inside a
-//! list or map a string that is not UTF-8 or a float that is not finite — is `None`, and the
-//! caller keeps the bytes as [`Value::Foreign`](crate::value::Value::Foreign).
+//! earlier value in its place.
+//!
+//! Valid but outside the subset (`Ok(None)`: the caller keeps the bytes as
+//! [`Value::Foreign`](crate::value::Value::Foreign)), each read to its end so that the rest of
+//! the payload is checked too: objects (`O:`), custom-serialized objects (`C:`), enums (`E:`),
+//! references (`r:`, `R:`) to a value read before, escaped strings (`S:`), and inside a list or
+//! map a string that is not UTF-8 or a float that is not finite.
+//!
+//! Malformed ([`Bad`]): anything else PHP's grammar refuses or `serialize()` never writes — an
+//! unknown tag, a truncated value, a string or count the input cannot hold (`TooLarge` when it is
+//! beyond the maximum value size: a count of n entries is at least 6n bytes), `b:` other than
+//! 0 or 1, an integer beyond 64 bits (PHP saturates with a warning), a key that is not `i:` or
+//! `s:`, a class name PHP would refuse, a reference to a value not read yet (`r:0;`, or beyond
+//! the values read), arrays and objects nested deeper than [`MAX_DEPTH`], bytes after the value
+//! (PHP 8.3 warns), an empty payload. References are never followed, so they cannot expand.
 //!
 //! Writing: floats are spelled as `serialize()` spells them with `serialize_precision = -1`
 //! ([`gcvt`](super::super::php_float::gcvt) with `E`), and a map key that is a canonical decimal
@@ -32,6 +42,7 @@
 use std::collections::HashMap;
 
 use super::super::php_float::gcvt;
+use super::{Bad, Outcome, declared, malformed};
 use crate::value::Value;
 
 /// Nesting limit for reading and writing: `serde_json`'s own parser stops at 128, PHP's
@@ -39,23 +50,29 @@ use crate::value::Value;
 /// (and `serde_json::Value`'s recursive drop) far from the stack's end.
 pub(crate) const MAX_DEPTH: usize = 512;
 
-/// The value, or `None` when the bytes hold something outside the JSON-like subset.
-pub(crate) fn decode(bytes: &[u8]) -> Option<Value> {
+/// The value; `Ok(None)` when valid but outside the subset.
+pub(crate) fn decode(bytes: &[u8], max: usize) -> Outcome {
     let mut r = Reader {
         data: bytes,
         pos: 0,
+        max,
+        slots: 0,
     };
     let v = r.value(0)?;
     if r.pos != bytes.len() {
-        return None;
+        return Err(malformed(format!(
+            "{} bytes after the value",
+            bytes.len() - r.pos
+        )));
     }
-    Some(match v {
-        Item::Null => Value::Null,
-        Item::Bool(b) => Value::Bool(b),
-        Item::Int(i) => Value::Int(i),
-        Item::Float(f) => Value::Float(f),
-        Item::Str(s) => super::super::text_or_bytes(s),
-        array @ Item::Array(_) => Value::Json(to_json(array)?),
+    Ok(match v {
+        Item::Null => Some(Value::Null),
+        Item::Bool(b) => Some(Value::Bool(b)),
+        Item::Int(i) => Some(Value::Int(i)),
+        Item::Float(f) => Some(Value::Float(f)),
+        Item::Str(s) => Some(super::super::text_or_bytes(s)),
+        array @ Item::Array(_) => to_json(array).map(Value::Json),
+        Item::Foreign => None,
     })
 }
 
@@ -170,6 +187,8 @@ enum Item {
     Float(f64),
     Str(Vec<u8>),
     Array(Vec<(Key, Item)>),
+    /// Valid, outside the subset (an object, a reference...).
+    Foreign,
 }
 
 /// An array as JSON: a list when its keys are exactly 0..n-1 in order, else an object with the
@@ -206,52 +225,86 @@ fn to_json(item: Item) -> Option<serde_json::Value> {
                 J::Object(map)
             }
         }
+        Item::Foreign => return None,
     })
 }
 
 struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
+    /// The maximum value size: a longer declared string is `TooLarge`.
+    max: usize,
+    /// Values read so far that a reference may name (PHP's `var_hash`: every value but `R:`
+    /// and array keys, numbered from 1).
+    slots: usize,
 }
 
+type Read<T> = Result<T, Bad>;
+
 impl Reader<'_> {
-    fn eat(&mut self, b: u8) -> Option<()> {
-        (self.data.get(self.pos) == Some(&b)).then(|| self.pos += 1)
+    fn left(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    fn truncated(&self, what: &str) -> Bad {
+        malformed(format!("{what} expected at byte {}", self.pos))
+    }
+
+    fn eat(&mut self, b: u8) -> Read<()> {
+        if self.data.get(self.pos) == Some(&b) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.truncated(&format!("{:?}", char::from(b))))
+        }
     }
 
     /// Bytes up to (not including) `end`, which is consumed.
-    fn until(&mut self, end: u8) -> Option<&[u8]> {
-        let rest = self.data.get(self.pos..)?;
-        let n = rest.iter().position(|&b| b == end)?;
+    fn until(&mut self, end: u8) -> Read<&[u8]> {
+        let rest = &self.data[self.pos..];
+        let n = rest
+            .iter()
+            .position(|&b| b == end)
+            .ok_or_else(|| self.truncated(&format!("{:?}", char::from(end))))?;
         self.pos += n + 1;
-        Some(&rest[..n])
+        Ok(&rest[..n])
     }
 
-    /// An unsigned length (`uiv`: digits only).
-    fn len(&mut self, end: u8) -> Option<usize> {
+    /// An unsigned length or count (`uiv`: digits only).
+    fn len(&mut self, end: u8) -> Read<u64> {
+        let at = self.pos;
         let t = self.until(end)?;
         if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
-            return None;
+            return Err(malformed(format!("a length expected at byte {at}")));
         }
-        std::str::from_utf8(t).ok()?.parse().ok()
+        // Digits only: not a number only when beyond u64, which no input holds.
+        Ok(std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(u64::MAX))
     }
 
-    fn int(&mut self) -> Option<i64> {
+    fn int(&mut self) -> Read<i64> {
+        let at = self.pos;
         let t = self.until(b';')?;
         let digits = t.strip_prefix(b"-").or(t.strip_prefix(b"+")).unwrap_or(t);
         if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-            return None;
+            return Err(malformed(format!("an integer expected at byte {at}")));
         }
-        let s = std::str::from_utf8(t).ok()?;
-        s.strip_prefix('+').unwrap_or(s).parse().ok()
+        let s = std::str::from_utf8(t).unwrap_or_default();
+        s.strip_prefix('+')
+            .unwrap_or(s)
+            .parse()
+            .map_err(|_| malformed(format!("the integer at byte {at} is beyond 64 bits")))
     }
 
-    fn float(&mut self) -> Option<f64> {
+    fn float(&mut self) -> Read<f64> {
+        let at = self.pos;
         let t = self.until(b';')?;
         match t {
-            b"INF" => return Some(f64::INFINITY),
-            b"-INF" => return Some(f64::NEG_INFINITY),
-            b"NAN" => return Some(f64::NAN),
+            b"INF" => return Ok(f64::INFINITY),
+            b"-INF" => return Ok(f64::NEG_INFINITY),
+            b"NAN" => return Ok(f64::NAN),
             _ => {}
         }
         // `[+-]? (digits | digits? "." digits | digits "." digits?) ([eE] [+-]? digits)?`; the
@@ -272,83 +325,218 @@ impl Reader<'_> {
             let e = e.strip_prefix(b"-").or(e.strip_prefix(b"+")).unwrap_or(e);
             !e.is_empty() && e.iter().all(u8::is_ascii_digit)
         });
+        let bad = || malformed(format!("a float expected at byte {at}"));
         if !mantissa_ok || !exp_ok {
-            return None;
+            return Err(bad());
         }
-        std::str::from_utf8(t).ok()?.parse().ok()
+        std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(bad)
     }
 
-    fn string(&mut self) -> Option<Vec<u8>> {
+    /// `len:"bytes"` (after the tag): the quoted bytes.
+    fn quoted(&mut self) -> Read<&[u8]> {
+        let at = self.pos;
         let n = self.len(b':')?;
         self.eat(b'"')?;
-        let end = self.pos.checked_add(n)?;
-        let s = self.data.get(self.pos..end)?.to_vec();
-        self.pos = end;
+        let n = declared(n, 1, self.left(), self.max, "the string", at)?;
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
         self.eat(b'"')?;
-        self.eat(b';')?;
-        Some(s)
+        Ok(s)
     }
 
-    fn value(&mut self, depth: usize) -> Option<Item> {
-        let tag = *self.data.get(self.pos)?;
-        if tag == b'N' {
-            self.pos += 1;
-            self.eat(b';')?;
-            return Some(Item::Null);
+    fn string(&mut self) -> Read<Vec<u8>> {
+        let s = self.quoted()?.to_vec();
+        self.eat(b';')?;
+        Ok(s)
+    }
+
+    /// `S:len:"…";`: `len` characters, each a byte or `\` and two hex digits.
+    fn escaped(&mut self) -> Read<()> {
+        let at = self.pos;
+        let n = self.len(b':')?;
+        self.eat(b'"')?;
+        let n = declared(n, 1, self.left(), self.max, "the string", at)?;
+        for _ in 0..n {
+            match self.data.get(self.pos) {
+                Some(b'\\') => {
+                    let hex = self.data.get(self.pos + 1..self.pos + 3);
+                    if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                        return Err(malformed(format!("a bad escape at byte {}", self.pos)));
+                    }
+                    self.pos += 3;
+                }
+                Some(_) => self.pos += 1,
+                None => return Err(self.truncated("a character")),
+            }
+        }
+        self.eat(b'"')?;
+        self.eat(b';')
+    }
+
+    /// A class name as PHP accepts it (`var_unserializer.re`: `[a-zA-Z0-9_\x80-\xff\\]`).
+    fn class_name(&mut self) -> Read<()> {
+        let at = self.pos;
+        let name = self.quoted()?;
+        let ok = !name.is_empty()
+            && name
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'\\' || b >= 0x80);
+        if ok {
+            Ok(())
+        } else {
+            Err(malformed(format!("a bad class name at byte {at}")))
+        }
+    }
+
+    /// A reference's target: a value read before (1-based).
+    fn target(&mut self, slots: usize) -> Read<()> {
+        let at = self.pos;
+        let n = self.int()?;
+        if n < 1 || n as u64 > slots as u64 {
+            return Err(malformed(format!(
+                "the reference at byte {at} names value {n}, {slots} were read"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A key of an array or object: `i:` or `s:`.
+    fn key(&mut self) -> Read<Key> {
+        match self.data.get(self.pos) {
+            Some(b'i') => {
+                self.pos += 1;
+                self.eat(b':')?;
+                Ok(Key::Int(self.int()?))
+            }
+            Some(b's') => {
+                self.pos += 1;
+                self.eat(b':')?;
+                let s = self.string()?;
+                Ok(match int_key(&s) {
+                    Some(i) => Key::Int(i),
+                    None => Key::Str(s),
+                })
+            }
+            Some(_) => Err(malformed(format!("a key expected at byte {}", self.pos))),
+            None => Err(self.truncated("a key")),
+        }
+    }
+
+    /// `count:{` key value … `}` (after the tag), at `depth`; `None` when `collect` is false.
+    fn entries(&mut self, depth: usize, collect: bool) -> Read<Option<Vec<(Key, Item)>>> {
+        if depth >= MAX_DEPTH {
+            return Err(too_deep());
+        }
+        let at = self.pos;
+        let n = self.len(b':')?;
+        self.eat(b'{')?;
+        // Each entry takes at least 6 bytes (`i:0;N;`).
+        let n = declared(n, 6, self.left(), self.max, "the array", at)?;
+        let mut entries: Vec<(Key, Item)> = Vec::with_capacity(if collect { n } else { 0 });
+        let mut index: HashMap<Key, usize> = HashMap::new();
+        for _ in 0..n {
+            let key = self.key()?;
+            let v = self.value(depth + 1)?;
+            if !collect {
+                continue;
+            }
+            match index.get(&key) {
+                Some(&at) => entries[at].1 = v,
+                None => {
+                    index.insert(key.clone(), entries.len());
+                    entries.push((key, v));
+                }
+            }
+        }
+        self.eat(b'}')?;
+        Ok(collect.then_some(entries))
+    }
+
+    fn value(&mut self, depth: usize) -> Read<Item> {
+        let tag = *self
+            .data
+            .get(self.pos)
+            .ok_or_else(|| self.truncated("a value"))?;
+        let at = self.pos;
+        // The slots a reference here may name: those before this value.
+        let before = self.slots;
+        if tag != b'R' {
+            self.slots += 1;
         }
         self.pos += 1;
+        if tag == b'N' {
+            self.eat(b';')?;
+            return Ok(Item::Null);
+        }
         self.eat(b':')?;
-        Some(match tag {
-            b'b' => {
-                let b = match self.until(b';')? {
-                    b"0" => false,
-                    b"1" => true,
-                    _ => return None,
-                };
-                Item::Bool(b)
-            }
+        Ok(match tag {
+            b'b' => match self.until(b';')? {
+                b"0" => Item::Bool(false),
+                b"1" => Item::Bool(true),
+                _ => return Err(bad_bool(at)),
+            },
             b'i' => Item::Int(self.int()?),
             b'd' => Item::Float(self.float()?),
             b's' => Item::Str(self.string()?),
-            b'a' if depth < MAX_DEPTH => {
-                let n = self.len(b':')?;
-                self.eat(b'{')?;
-                // Each element takes at least 4 bytes (`i:0;N;` is 6): `n` is not trusted for
-                // the allocation.
-                let mut entries: Vec<(Key, Item)> =
-                    Vec::with_capacity(n.min(self.data.len().saturating_sub(self.pos) / 4));
-                let mut index: HashMap<Key, usize> = HashMap::new();
-                for _ in 0..n {
-                    let key = match self.data.get(self.pos)? {
-                        b'i' => {
-                            self.pos += 1;
-                            self.eat(b':')?;
-                            Key::Int(self.int()?)
-                        }
-                        b's' => {
-                            self.pos += 1;
-                            self.eat(b':')?;
-                            let s = self.string()?;
-                            match int_key(&s) {
-                                Some(i) => Key::Int(i),
-                                None => Key::Str(s),
-                            }
-                        }
-                        _ => return None,
-                    };
-                    let v = self.value(depth + 1)?;
-                    match index.get(&key) {
-                        Some(&at) => entries[at].1 = v,
-                        None => {
-                            index.insert(key.clone(), entries.len());
-                            entries.push((key, v));
-                        }
-                    }
-                }
-                self.eat(b'}')?;
-                Item::Array(entries)
+            b'a' => Item::Array(self.entries(depth, true)?.unwrap_or_default()),
+            b'O' => {
+                self.class_name()?;
+                self.eat(b':')?;
+                self.entries(depth, false)?;
+                Item::Foreign
             }
-            _ => return None,
+            b'C' | b'E' | b'r' | b'R' | b'S' => self.outside(tag, at, before)?,
+            _ => return Err(unknown_tag(tag, at)),
         })
     }
+
+    /// The values outside the subset that hold no values, read to their end (kept out of
+    /// [`Reader::value`] so that its frame, once per level of nesting, stays small).
+    #[inline(never)]
+    fn outside(&mut self, tag: u8, at: usize, before: usize) -> Read<Item> {
+        match tag {
+            b'C' => {
+                self.class_name()?;
+                self.eat(b':')?;
+                let n = self.len(b':')?;
+                self.eat(b'{')?;
+                let n = declared(n, 1, self.left(), self.max, "the object", at)?;
+                self.pos += n;
+                self.eat(b'}')?;
+            }
+            b'E' => {
+                let name = self.quoted()?;
+                if !name.contains(&b':') {
+                    return Err(malformed(format!("an enum without a case at byte {at}")));
+                }
+                self.eat(b';')?;
+            }
+            b'r' | b'R' => self.target(before)?,
+            _ => self.escaped()?,
+        }
+        Ok(Item::Foreign)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_tag(tag: u8, at: usize) -> Bad {
+    malformed(format!("unknown tag {:?} at byte {at}", char::from(tag)))
+}
+
+#[cold]
+#[inline(never)]
+fn too_deep() -> Bad {
+    malformed(format!(
+        "arrays and objects nested deeper than {MAX_DEPTH} levels"
+    ))
+}
+
+#[cold]
+#[inline(never)]
+fn bad_bool(at: usize) -> Bad {
+    malformed(format!("a bool other than 0 or 1 at byte {at}"))
 }

@@ -3,34 +3,47 @@
 //!
 //! Reading: the JSON-like subset only. `None`, `bool`, `int`, `float`, `str` and, at the top,
 //! `bytes` are their typed variants; a `list` or `tuple` is a JSON array, a `dict` whose keys are
-//! all `str` a JSON object. Sets, class instances, other keys, and inside a list or dict `bytes`,
-//! non-finite floats and integers beyond 64 bits give `None` (the peer's module then returns
-//! `Foreign`).
+//! all `str` a JSON object. A `list` or `dict` referenced twice (memo `GET`) is copied.
 //!
-//! Before serde-pickle sees a byte, [`check`] walks the opcodes, because serde-pickle trusts the
-//! stream where a cache value must not be trusted:
-//! - it allocates a `bytes`/`str` from its length field before reading it (`BINBYTES8` of
-//!   2^60 bytes aborts the process): every length is checked against the input left;
-//! - it resolves memo references (`GET`) by cloning, so a list that holds the same list twice,
-//!   nested 40 times, is 2^40 values from a few hundred bytes. Python writes `GET` for any
-//!   object it meets twice, and `json.loads` shares the keys of a list of records, so a `GET`
-//!   of a scalar is kept (its copies are counted, at most [`COPY_FACTOR`] times the pickle's
-//!   size), a `GET` of a list, tuple or dict gives `None`; so do `DUP` and a `PUT` of an
-//!   object already in the memo, which also clone in serde-pickle and which Python never writes;
-//! - it recurses once per level of nesting: more than [`MAX_DEPTH`] levels give `None`;
-//! - it would resolve `GLOBAL` and `REDUCE` for sets: every opcode outside the data subset
-//!   (globals, instances, sets, extensions, buffers, persistent ids, Python 2 `str`) gives
-//!   `None` before any of them runs. Nothing is ever imported or called.
+//! Before serde-pickle sees a byte, [`check`] walks every opcode of protocols 0-5 with its
+//! effect on the stack, the marks and the memo, because serde-pickle trusts the stream where a
+//! cache value must not be trusted. Its verdict:
+//! - **valid, outside the subset** (`Ok(None)`, the caller returns `Foreign`): globals, `REDUCE`,
+//!   `BUILD`, instances (`INST`, `OBJ`, `NEWOBJ`, `NEWOBJ_EX`), sets, extension codes,
+//!   persistent ids, buffers, Python 2 `str` (`STRING`, `BINSTRING`, `SHORT_BINSTRING`: Python 3
+//!   reads them as str or bytes depending on the reader), a structure that contains itself, and
+//!   what Python's pickler never writes and serde-pickle would read differently from Python
+//!   (`DUP`, a `PUT` of a memo reference, a memo id stored twice); after serde-pickle, sets,
+//!   tuple keys and inside a list or dict `bytes`, non-finite floats and integers beyond 64
+//!   bits, and a list or dict shared inside a shared one (serde-pickle counts the references
+//!   and refuses the extra copies as recursive). Nothing is ever imported or called:
+//!   serde-pickle never sees the pickles that name globals.
+//! - **malformed** ([`Bad`]): an unknown opcode, a truncated argument, a stack or mark
+//!   underflow, `APPEND`/`SETITEM` on a scalar, a `GET` of a memo id never stored, anything but
+//!   one value on the stack at `STOP`, bytes after `STOP`, a protocol above 5, and the limits:
+//!   a `bytes`/`str` length the input cannot hold (`TooLarge` beyond the maximum value size;
+//!   serde-pickle allocates it before reading: `BINBYTES8` of 2^60 bytes would abort the
+//!   process), lists, tuples and dicts nested deeper than [`MAX_DEPTH`] (serde-pickle recurses
+//!   once per level), memo references that expand to more than [`COPY_FACTOR`] times the
+//!   pickle's size (serde-pickle clones each one: a list holding the same list twice, nested 40
+//!   times, is 2^40 values from a few hundred bytes), integers longer than [`MAX_INT_BYTES`]
+//!   bytes or [`MAX_INT_DIGITS`] digits (decimal text is quadratic); then what serde-pickle
+//!   itself refuses (text that is not UTF-8, a bad literal, an unhashable key).
+//!
+//! The walk keeps one 8-byte node per list, tuple, dict or object and one 8-byte edge per item
+//! put in one; the expansion and the depth are then counted once per node (a node referenced
+//! twice is counted from a cache), recursing at most [`MAX_DEPTH`] levels.
 //!
 //! Writing: serde-pickle's protocol 3 (pylibmc 1.6.3 writes protocol 5 with Python 3.11, and
 //! reads any protocol: `pickle.loads`). So memshard's pickles are not pylibmc's bytes, they are
 //! its values.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value as J;
-use serde_pickle::{DeOptions, HashableValue, SerOptions, Value as P};
+use serde_pickle::{DeOptions, ErrorCode, HashableValue, SerOptions, Value as P};
 
+use super::{Bad, Outcome, declared, malformed};
 use crate::value::Value;
 
 /// Nesting levels of lists, tuples and dicts read (serde-pickle and the conversion recurse).
@@ -45,11 +58,24 @@ const COPY_FACTOR: usize = 16;
 const MAX_INT_BYTES: usize = 4096;
 const MAX_INT_DIGITS: usize = 10_000;
 
-/// The value, or `None` when the bytes hold something outside the JSON-like subset.
-pub(crate) fn decode(bytes: &[u8]) -> Option<Value> {
-    check(bytes)?;
-    let v = serde_pickle::value_from_slice(bytes, DeOptions::new()).ok()?;
-    top(v)
+/// The value; `Ok(None)` when valid but outside the subset.
+pub(crate) fn decode(bytes: &[u8], max: usize) -> Outcome {
+    if !check(bytes, max)? {
+        return Ok(None);
+    }
+    match serde_pickle::value_from_slice(bytes, DeOptions::new()) {
+        Ok(v) => Ok(top(v)),
+        Err(e) => match e {
+            serde_pickle::Error::Eval(code, _) | serde_pickle::Error::Syntax(code) => match code {
+                ErrorCode::Unsupported(_)
+                | ErrorCode::UnsupportedGlobal(..)
+                | ErrorCode::UnresolvedGlobal
+                | ErrorCode::Recursive => Ok(None),
+                other => Err(malformed(format!("serde-pickle: {other}"))),
+            },
+            serde_pickle::Error::Io(e) => Err(malformed(format!("serde-pickle: {e}"))),
+        },
+    }
 }
 
 fn top(v: P) -> Option<Value> {
@@ -145,165 +171,299 @@ fn from_json(j: &J) -> Result<P, String> {
     })
 }
 
-/// An entry of serde-pickle's stack, as far as [`check`] needs it.
+/// An entry of the stack or the memo, as far as [`check`] needs it: a scalar of some size, or
+/// a node (a list, tuple, dict or object).
 #[derive(Debug, Clone, Copy)]
 struct Item {
+    /// The node's index, or the scalar's size in bytes (saturated).
+    v: u32,
+    node: bool,
     /// serde-pickle holds a memo reference here (after `PUT`, `MEMOIZE`, `GET`).
     memo_ref: bool,
-    /// Levels of lists, tuples and dicts (0: a scalar).
-    depth: usize,
-    /// Bytes a copy of a scalar costs.
-    size: usize,
 }
 
 impl Item {
-    const fn scalar(size: usize) -> Self {
+    fn scalar(size: usize) -> Self {
         Item {
+            v: u32::try_from(size).unwrap_or(u32::MAX),
+            node: false,
             memo_ref: false,
-            depth: 0,
-            size,
         }
     }
+}
 
-    fn container(items: &[Item]) -> Option<Self> {
-        let depth = 1 + items.iter().map(|i| i.depth).max().unwrap_or(0);
-        (depth <= MAX_DEPTH).then_some(Item {
+/// The nodes and their items: each node's scalar bytes (plus one for itself) and the head of
+/// its list of child nodes in `edges` (`NONE` for none).
+struct Graph {
+    own: Vec<u32>,
+    head: Vec<u32>,
+    /// (child node, next edge)
+    edges: Vec<(u32, u32)>,
+    /// Nodes a memo entry holds (the only ones with more than one parent).
+    shared: HashSet<u32>,
+    /// Their expansion and depth once counted, `None` while being counted.
+    counted: HashMap<u32, Option<(u64, usize)>>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Graph {
+    fn node(&mut self, items: &[Item]) -> Read<Item> {
+        let id = u32::try_from(self.own.len())
+            .ok()
+            .filter(|&id| id != NONE)
+            .ok_or_else(|| malformed("too many objects"))?;
+        self.own.push(1);
+        self.head.push(NONE);
+        self.add(id, items);
+        Ok(Item {
+            v: id,
+            node: true,
             memo_ref: false,
-            depth,
-            size: 0,
         })
     }
-}
 
-/// A memo entry: whether it is a scalar, and its size.
-#[derive(Debug, Clone, Copy)]
-struct Memo {
-    scalar: bool,
-    size: usize,
-}
-
-/// The opcodes of the data subset, walked as serde-pickle (1.2.0, `de.rs` `parse_value`) runs
-/// them, with the checks the module documentation lists. `None` as soon as one fails.
-fn check(b: &[u8]) -> Option<()> {
-    struct Walk<'a> {
-        b: &'a [u8],
-        pos: usize,
+    fn add(&mut self, id: u32, items: &[Item]) {
+        for i in items {
+            if i.node {
+                self.edges.push((i.v, self.head[id as usize]));
+                self.head[id as usize] = (self.edges.len() - 1) as u32;
+            } else {
+                let own = &mut self.own[id as usize];
+                *own = own.saturating_add(i.v);
+            }
+        }
     }
-    impl<'a> Walk<'a> {
-        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-            let s = self.b.get(self.pos..self.pos.checked_add(n)?)?;
-            self.pos += n;
-            Some(s)
+
+    /// The bytes serde-pickle builds for `id` with every reference copied, and the levels of
+    /// nesting; `Ok(None)` for a node that contains itself. Stops past `budget` bytes.
+    fn expand(&mut self, id: u32, depth: usize, budget: u64) -> Read<Option<(u64, usize)>> {
+        if depth > MAX_DEPTH {
+            return Err(malformed(format!(
+                "lists, tuples and dicts nested deeper than {MAX_DEPTH} levels"
+            )));
         }
-        fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-            self.take(N)?.try_into().ok()
+        let shared = self.shared.contains(&id);
+        if shared {
+            match self.counted.get(&id) {
+                Some(Some(done)) => return Ok(Some(*done)),
+                Some(None) => return Ok(None),
+                None => {}
+            }
+            // Being counted: a reference back to it is a cycle.
+            self.counted.insert(id, None);
         }
-        fn line(&mut self) -> Option<&'a [u8]> {
-            let rest = self.b.get(self.pos..)?;
-            let n = rest.iter().position(|&c| c == b'\n')?;
-            self.pos += n + 1;
-            Some(&rest[..n])
-        }
-        /// A length-prefixed string or integer: the length is checked against the input left
-        /// before anything else.
-        fn counted(&mut self, prefix: usize) -> Option<usize> {
-            let n = match prefix {
-                1 => usize::from(self.array::<1>()?[0]),
-                4 => usize::try_from(u32::from_le_bytes(self.array()?)).ok()?,
-                8 => usize::try_from(u64::from_le_bytes(self.array()?)).ok()?,
-                _ => return None,
+        let mut size = u64::from(self.own[id as usize]);
+        let mut levels = 1;
+        let mut e = self.head[id as usize];
+        while e != NONE {
+            let (child, next) = self.edges[e as usize];
+            let Some((s, l)) = self.expand(child, depth + 1, budget)? else {
+                return Ok(None);
             };
-            self.take(n)?;
-            Some(n)
+            size = size.saturating_add(s);
+            levels = levels.max(l + 1);
+            e = next;
         }
+        if size > budget {
+            return Err(malformed(format!(
+                "memo references expand to more than {COPY_FACTOR} times the pickle's size"
+            )));
+        }
+        if shared {
+            self.counted.insert(id, Some((size, levels)));
+        }
+        Ok(Some((size, levels)))
     }
+}
 
-    let budget = b.len().saturating_mul(COPY_FACTOR);
-    let mut copied = 0usize;
-    let mut w = Walk { b, pos: 0 };
+type Read<T> = Result<T, Bad>;
+
+struct Walk<'a> {
+    b: &'a [u8],
+    pos: usize,
+    max: usize,
+}
+
+impl<'a> Walk<'a> {
+    fn take(&mut self, n: usize) -> Read<&'a [u8]> {
+        let s = self
+            .b
+            .get(self.pos..self.pos.saturating_add(n))
+            .ok_or_else(|| malformed(format!("truncated at byte {}", self.pos)))?;
+        self.pos += n;
+        Ok(s)
+    }
+    fn array<const N: usize>(&mut self) -> Read<[u8; N]> {
+        let s = self.take(N)?;
+        let mut a = [0; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+    fn line(&mut self) -> Read<&'a [u8]> {
+        let rest = &self.b[self.pos..];
+        let n = rest
+            .iter()
+            .position(|&c| c == b'\n')
+            .ok_or_else(|| malformed(format!("a line without its end at byte {}", self.pos)))?;
+        self.pos += n + 1;
+        Ok(&rest[..n])
+    }
+    /// A length-prefixed string or integer: the length is checked against the input left
+    /// and the maximum value size before anything else.
+    fn counted(&mut self, prefix: usize) -> Read<usize> {
+        let at = self.pos;
+        let n = match prefix {
+            1 => u64::from(self.array::<1>()?[0]),
+            4 => u64::from(u32::from_le_bytes(self.array()?)),
+            _ => u64::from_le_bytes(self.array()?),
+        };
+        let left = self.b.len() - self.pos;
+        let n = declared(n, 1, left, self.max, "the length", at)?;
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+fn decimal_id(line: &[u8]) -> Read<u32> {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| malformed("a memo id that is not a number"))
+}
+
+/// Walks the opcodes as Python's unpickler runs them, with the checks the module documentation
+/// lists: `Ok(true)` for the data subset serde-pickle reads, `Ok(false)` for a valid pickle
+/// outside it, `Err` for a malformed one.
+fn check(b: &[u8], max: usize) -> Read<bool> {
+    let mut w = Walk { b, pos: 0, max };
+    let mut g = Graph {
+        own: Vec::new(),
+        head: Vec::new(),
+        edges: Vec::new(),
+        shared: HashSet::new(),
+        counted: HashMap::new(),
+    };
     let mut stack: Vec<Item> = Vec::new();
     let mut marks: Vec<Vec<Item>> = Vec::new();
-    let mut memo: HashMap<u32, Memo> = HashMap::new();
+    let mut memo: HashMap<u32, Item> = HashMap::new();
+    let mut data = true;
 
-    fn memoize(stack: &mut [Item], memo: &mut HashMap<u32, Memo>, id: u32) -> Option<()> {
-        let top = stack.last_mut()?;
-        // serde-pickle clones the referenced value to memoize a reference; a memo id used twice
-        // makes earlier references point at the new value. Python writes neither.
-        if top.memo_ref || memo.contains_key(&id) {
-            return None;
-        }
-        memo.insert(
-            id,
-            Memo {
-                scalar: top.depth == 0,
-                size: top.size,
-            },
-        );
-        top.memo_ref = true;
-        Some(())
-    }
-    fn decimal_id(line: &[u8]) -> Option<u32> {
-        std::str::from_utf8(line).ok()?.parse().ok()
-    }
-    fn into_top(stack: &mut [Item], items: &[Item]) -> Option<()> {
-        let deepest = items.iter().map(|i| i.depth).max()?;
-        let top = stack.last_mut()?;
-        top.depth = top.depth.max(deepest + 1);
-        (top.depth <= MAX_DEPTH).then_some(())
-    }
-
+    let underflow = |at: usize| malformed(format!("stack underflow at byte {at}"));
     loop {
+        let at = w.pos;
         let op = w.array::<1>()?[0];
+        // Pops `n` (at most 3) items, without allocating.
+        let pop = |stack: &mut Vec<Item>, n: usize| -> Read<([Item; 3], usize)> {
+            let from = stack.len().checked_sub(n).ok_or_else(|| underflow(at))?;
+            let mut items = [Item::scalar(0); 3];
+            for (slot, item) in items.iter_mut().zip(stack.drain(from..)) {
+                *slot = item;
+            }
+            Ok((items, n))
+        };
+        let pop_mark = |stack: &mut Vec<Item>, marks: &mut Vec<Vec<Item>>| -> Read<Vec<Item>> {
+            let outer = marks
+                .pop()
+                .ok_or_else(|| malformed(format!("no mark at byte {at}")))?;
+            Ok(std::mem::replace(stack, outer))
+        };
+        // Adds items to the node on top of the stack.
+        let into_top = |g: &mut Graph, stack: &mut Vec<Item>, items: &[Item]| -> Read<()> {
+            let top = *stack.last().ok_or_else(|| underflow(at))?;
+            if !top.node {
+                return Err(malformed(format!("items added to a scalar at byte {at}")));
+            }
+            g.add(top.v, items);
+            Ok(())
+        };
         match op {
             // PROTO, FRAME
             0x80 => {
-                w.take(1)?;
+                let p = w.array::<1>()?[0];
+                if p > 5 {
+                    return Err(malformed(format!("protocol {p}")));
+                }
             }
             0x95 => {
                 w.take(8)?;
             }
             // STOP: one value, nothing after it.
             b'.' => {
-                stack.pop()?;
-                return (w.pos == b.len()).then_some(());
+                if stack.len() != 1 || !marks.is_empty() {
+                    return Err(malformed(format!(
+                        "{} values and {} marks on the stack at STOP",
+                        stack.len(),
+                        marks.len()
+                    )));
+                }
+                if w.pos != b.len() {
+                    return Err(malformed(format!("{} bytes after STOP", b.len() - w.pos)));
+                }
+                let top = stack[0];
+                if !top.node {
+                    return Ok(data);
+                }
+                let budget = (b.len() as u64).saturating_mul(COPY_FACTOR as u64);
+                let budget = if data { budget } else { u64::MAX };
+                return match g.expand(top.v, 0, budget)? {
+                    Some((_, levels)) if levels > MAX_DEPTH => Err(malformed(format!(
+                        "lists, tuples and dicts nested deeper than {MAX_DEPTH} levels"
+                    ))),
+                    Some(_) => Ok(data),
+                    None => Ok(false),
+                };
             }
+            // MARK, POP, POP_MARK, DUP
             b'(' => marks.push(std::mem::take(&mut stack)),
             b'0' => {
                 if stack.pop().is_none() {
-                    stack = marks.pop()?;
+                    pop_mark(&mut stack, &mut marks)?;
                 }
             }
-            b'1' => stack = marks.pop()?,
+            b'1' => {
+                pop_mark(&mut stack, &mut marks)?;
+            }
+            b'2' => {
+                data = false;
+                let top = *stack.last().ok_or_else(|| underflow(at))?;
+                // The same object twice, as for a memo reference.
+                if top.node {
+                    g.shared.insert(top.v);
+                }
+                stack.push(top);
+            }
             // PUT, BINPUT, LONG_BINPUT, MEMOIZE
-            b'p' => {
-                let id = decimal_id(w.line()?)?;
-                memoize(&mut stack, &mut memo, id)?;
+            b'p' | b'q' | b'r' | 0x94 => {
+                let id = match op {
+                    b'p' => decimal_id(w.line()?)?,
+                    b'q' => u32::from(w.array::<1>()?[0]),
+                    b'r' => u32::from_le_bytes(w.array()?),
+                    _ => u32::try_from(memo.len()).unwrap_or(u32::MAX),
+                };
+                let top = stack.last_mut().ok_or_else(|| underflow(at))?;
+                // serde-pickle clones the referenced value to memoize a reference, and a memo
+                // id stored twice makes earlier references point at the new value.
+                if top.memo_ref || memo.contains_key(&id) {
+                    data = false;
+                }
+                top.memo_ref = true;
+                if top.node {
+                    g.shared.insert(top.v);
+                }
+                memo.insert(id, *top);
             }
-            b'q' => memoize(&mut stack, &mut memo, u32::from(w.array::<1>()?[0]))?,
-            b'r' => memoize(&mut stack, &mut memo, u32::from_le_bytes(w.array()?))?,
-            0x94 => {
-                let id = u32::try_from(memo.len()).ok()?;
-                memoize(&mut stack, &mut memo, id)?;
-            }
-            // GET, BINGET, LONG_BINGET: scalars only, copies counted.
+            // GET, BINGET, LONG_BINGET
             b'g' | b'h' | b'j' => {
                 let id = match op {
                     b'g' => decimal_id(w.line()?)?,
                     b'h' => u32::from(w.array::<1>()?[0]),
                     _ => u32::from_le_bytes(w.array()?),
                 };
-                let m = memo.get(&id)?;
-                if !m.scalar {
-                    return None;
-                }
-                copied = copied.saturating_add(m.size + 1);
-                if copied > budget {
-                    return None;
-                }
-                stack.push(Item {
-                    memo_ref: true,
-                    ..Item::scalar(m.size)
-                });
+                let item = *memo.get(&id).ok_or_else(|| {
+                    malformed(format!("memo id {id} at byte {at} was never stored"))
+                })?;
+                stack.push(item);
             }
             // NONE, NEWTRUE, NEWFALSE, BININT1, BININT2, BININT, BINFLOAT
             b'N' | 0x88 | 0x89 => stack.push(Item::scalar(1)),
@@ -315,7 +475,10 @@ fn check(b: &[u8]) -> Option<()> {
             b'I' | b'L' | b'F' => {
                 let line = w.line()?;
                 if line.len() > MAX_INT_DIGITS {
-                    return None;
+                    return Err(malformed(format!(
+                        "a number of {} digits, beyond the limit of {MAX_INT_DIGITS}",
+                        line.len()
+                    )));
                 }
                 stack.push(Item::scalar(line.len()));
             }
@@ -323,7 +486,9 @@ fn check(b: &[u8]) -> Option<()> {
             0x8a | 0x8b => {
                 let n = w.counted(if op == 0x8a { 1 } else { 4 })?;
                 if n > MAX_INT_BYTES {
-                    return None;
+                    return Err(malformed(format!(
+                        "an integer of {n} bytes, beyond the limit of {MAX_INT_BYTES}"
+                    )));
                 }
                 stack.push(Item::scalar(n));
             }
@@ -334,35 +499,118 @@ fn check(b: &[u8]) -> Option<()> {
             b'X' | b'B' => stack.push(Item::scalar(w.counted(4)?)),
             0x8d | 0x8e => stack.push(Item::scalar(w.counted(8)?)),
             // EMPTY_LIST, EMPTY_DICT, EMPTY_TUPLE
-            b']' | b'}' | b')' => stack.push(Item::container(&[])?),
+            b']' | b'}' | b')' => stack.push(g.node(&[])?),
             // LIST, DICT, TUPLE
             b'l' | b'd' | b't' => {
-                let items = std::mem::replace(&mut stack, marks.pop()?);
-                stack.push(Item::container(&items)?);
+                let items = pop_mark(&mut stack, &mut marks)?;
+                if op == b'd' && items.len() % 2 == 1 {
+                    return Err(malformed(format!("a dict of odd items at byte {at}")));
+                }
+                stack.push(g.node(&items)?);
             }
             // TUPLE1, TUPLE2, TUPLE3
             0x85..=0x87 => {
-                let n = usize::from(op - 0x84);
-                let items = stack.split_off(stack.len().checked_sub(n)?);
-                stack.push(Item::container(&items)?);
+                let (items, n) = pop(&mut stack, usize::from(op - 0x84))?;
+                stack.push(g.node(&items[..n])?);
             }
             // APPEND, SETITEM
             b'a' | b's' => {
-                let n = if op == b'a' { 1 } else { 2 };
-                let items = stack.split_off(stack.len().checked_sub(n)?);
-                into_top(&mut stack, &items)?;
+                let (items, n) = pop(&mut stack, if op == b'a' { 1 } else { 2 })?;
+                into_top(&mut g, &mut stack, &items[..n])?;
             }
             // APPENDS, SETITEMS
             b'e' | b'u' => {
-                let items = std::mem::replace(&mut stack, marks.pop()?);
-                if !items.is_empty() {
-                    into_top(&mut stack, &items)?;
+                let items = pop_mark(&mut stack, &mut marks)?;
+                if op == b'u' && items.len() % 2 == 1 {
+                    return Err(malformed(format!("SETITEMS of odd items at byte {at}")));
                 }
+                into_top(&mut g, &mut stack, &items)?;
             }
-            // Everything else: DUP, globals, REDUCE, BUILD, instances, sets, extensions,
-            // persistent ids, buffers, Python 2 `str` (`STRING`, `BINSTRING`,
-            // `SHORT_BINSTRING`: Python 3 reads them as str or bytes depending on the reader).
-            _ => return None,
+            // Outside the subset, walked for their stack effects.
+            // GLOBAL: module and name lines.
+            b'c' => {
+                data = false;
+                w.line()?;
+                w.line()?;
+                stack.push(g.node(&[])?);
+            }
+            // INST: module and name lines, then the arguments after the mark.
+            b'i' => {
+                data = false;
+                w.line()?;
+                w.line()?;
+                let items = pop_mark(&mut stack, &mut marks)?;
+                stack.push(g.node(&items)?);
+            }
+            // OBJ: the class and the arguments after the mark; FROZENSET.
+            b'o' | 0x91 => {
+                data = false;
+                let items = pop_mark(&mut stack, &mut marks)?;
+                if op == b'o' && items.is_empty() {
+                    return Err(underflow(at));
+                }
+                stack.push(g.node(&items)?);
+            }
+            // STACK_GLOBAL, REDUCE, NEWOBJ: two items; NEWOBJ_EX: three; BINPERSID: one.
+            0x93 | b'R' | 0x81 | 0x92 | b'Q' => {
+                data = false;
+                let n = match op {
+                    0x92 => 3,
+                    b'Q' => 1,
+                    _ => 2,
+                };
+                let (items, n) = pop(&mut stack, n)?;
+                stack.push(g.node(&items[..n])?);
+            }
+            // BUILD: the state into the object.
+            b'b' => {
+                data = false;
+                let (items, n) = pop(&mut stack, 1)?;
+                into_top(&mut g, &mut stack, &items[..n])?;
+            }
+            // EMPTY_SET; ADDITEMS
+            0x8f => {
+                data = false;
+                stack.push(g.node(&[])?);
+            }
+            0x90 => {
+                data = false;
+                let items = pop_mark(&mut stack, &mut marks)?;
+                into_top(&mut g, &mut stack, &items)?;
+            }
+            // EXT1, EXT2, EXT4, PERSID, NEXT_BUFFER
+            0x82 | 0x83 | 0x84 | b'P' | 0x97 => {
+                data = false;
+                match op {
+                    0x82 => drop(w.take(1)?),
+                    0x83 => drop(w.take(2)?),
+                    0x84 => drop(w.take(4)?),
+                    b'P' => drop(w.line()?),
+                    _ => {}
+                }
+                stack.push(Item::scalar(1));
+            }
+            // READONLY_BUFFER: the top stays.
+            0x98 => {
+                data = false;
+                stack.last().ok_or_else(|| underflow(at))?;
+            }
+            // STRING, BINSTRING, SHORT_BINSTRING, BYTEARRAY8
+            b'S' | b'T' | b'U' | 0x96 => {
+                data = false;
+                let n = match op {
+                    b'S' => w.line()?.len(),
+                    b'T' => w.counted(4)?,
+                    b'U' => w.counted(1)?,
+                    _ => w.counted(8)?,
+                };
+                stack.push(Item::scalar(n));
+            }
+            other => {
+                return Err(malformed(format!(
+                    "unknown opcode {other:#04x} at byte {at}"
+                )));
+            }
         }
     }
 }
