@@ -808,7 +808,18 @@ pub async fn settings_that_cannot_work_are_refused_at_build<C: Api>() {
         }
         assert!(e.to_string().contains(setting), "{e}");
     }
-    for d in [MAX_TIMEOUT, Duration::from_nanos(1)] {
+    // Under 1 ms no connect or round trip can finish: refused, named.
+    for d in [Duration::from_nanos(1), Duration::from_micros(999)] {
+        let e = setting_error(try_build::<C>(|b| one(b).read_timeout(d)));
+        assert_eq!(
+            e,
+            SettingError::TimeoutTooShort {
+                setting: "read_timeout",
+                value: d
+            }
+        );
+    }
+    for d in [MAX_TIMEOUT, Duration::from_millis(1)] {
         let r = try_build::<C>(|b| {
             one(b)
                 .checkout_timeout(d)
