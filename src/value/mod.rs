@@ -163,7 +163,7 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    /// The name the issue's CLI output uses: `php-serialize`, `igbinary`, `msgpack`, `pickle`,
+    /// The name the `memshard` command prints: `php-serialize`, `igbinary`, `msgpack`, `pickle`,
     /// `ruby-marshal`, `java-serialized`.
     pub fn name(self) -> &'static str {
         match self {
@@ -202,7 +202,7 @@ pub enum Codec {
 }
 
 impl Codec {
-    /// Every codec, in the order of the issue.
+    /// Every codec, raw first, then each peer's.
     pub const ALL: [Codec; 6] = [
         Codec::Raw,
         Codec::PhpMemcached,
