@@ -735,21 +735,33 @@ fn setting_error(r: Result<Client, Error>) -> SettingError {
 
 /// A libmemcached configuration's timeouts reach the builder: `--RETRY-TIMEOUT` of u64::MAX
 /// seconds overflowed the health state's `now + retry_timeout` at the first failure (a
-/// panic); now it is a setting error at build. `--RCV-TIMEOUT=0` means "no receive timeout"
-/// to libmemcached and now to memshard too (before, a read timeout of 0).
+/// panic). The configuration parser now refuses it, naming the option and the range, and a
+/// retry timeout that large set through the builder is a setting error at build.
+/// `--RCV-TIMEOUT=0` means "no receive timeout" to libmemcached and now to memshard too
+/// (before, a read timeout of 0).
 #[test]
 fn libmemcached_config_extremes() {
-    let cfg = config::libmemcached(
+    let e = config::libmemcached(
         "--SERVER=127.255.0.1:9 --DISTRIBUTION=consistent --REMOVE-FAILED-SERVERS=1 --RETRY-TIMEOUT=18446744073709551615",
     )
-    .unwrap();
-    let e = setting_error(no_panic("RETRY-TIMEOUT", || {
+    .expect_err("u64::MAX seconds of retry timeout");
+    let text = e.to_string();
+    assert!(
+        text.contains("--RETRY-TIMEOUT") && text.contains("out of range") && text.contains("86400"),
+        "{text}"
+    );
+    let cfg = config::libmemcached(
+        "--SERVER=127.255.0.1:9 --DISTRIBUTION=consistent --REMOVE-FAILED-SERVERS=1 --RETRY-TIMEOUT=86400",
+    )
+    .expect("a day is in range");
+    let e = setting_error(no_panic("retry_timeout", || {
         Client::builder()
             .peer_config(cfg)
+            .failure_policy(FailurePolicy::new(1, Duration::MAX, true))
             .checkout_timeout(Duration::from_millis(50))
             .build()
             .and_then(|c| {
-                // before: the failure here marked the server down at now + u64::MAX s
+                // before: the failure here marked the server down at now + Duration::MAX
                 let _ = c.get("k");
                 c.get("k").map(|_| c)
             })
@@ -939,8 +951,8 @@ fn cli_rejects_out_of_range_numbers_with_status_2() {
 /// A libmemcached configuration on the command line: `--RCV-TIMEOUT=0` became a checkout
 /// timeout of 0 (r2d2's `assert!`, exit 101); `--RETRY-TIMEOUT=18446744073709551615` with
 /// `--REMOVE-FAILED-SERVERS=1` overflowed at the first failure (exit 101). Now the first
-/// works (the server is unreachable: exit 1, per-key errors) and the second is refused at
-/// build (exit 2, the setting named).
+/// works (the server is unreachable: exit 1, per-key errors) and the second is refused
+/// (exit 2, the option and its range named).
 #[test]
 fn cli_libmemcached_config_extremes() {
     let (code, stderr) = memshard(&[
@@ -958,5 +970,8 @@ fn cli_libmemcached_config_extremes() {
         "k",
     ]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("retry_timeout"), "{stderr}");
+    assert!(
+        stderr.contains("--RETRY-TIMEOUT") && stderr.contains("0 to 86400 s"),
+        "{stderr}"
+    );
 }
