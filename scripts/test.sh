@@ -37,6 +37,7 @@ fi
 # A peer the tests need that is missing is a failure, not a skip.
 export CI=true
 
+# --no-fail-fast: every failing test binary is reported, not just the first.
 # Both packages of the workspace (its default members): the library's tests/ and the CLI's
 # cli/tests/, which run the memshard binary. Profile `ci` (Cargo.toml): the release build with
 # overflow checks on, so an arithmetic overflow the suite reaches panics instead of wrapping;
@@ -44,7 +45,7 @@ export CI=true
 # --all-features` runs the same suite without the checks. MEMSHARD_OVERFLOW_CHECKS tells
 # tests/slips.rs to check that they are on.
 export MEMSHARD_CARGO_PROFILE=ci MEMSHARD_OVERFLOW_CHECKS=1
-cargo test --profile "$MEMSHARD_CARGO_PROFILE" --all-features
+cargo test --no-fail-fast --profile "$MEMSHARD_CARGO_PROFILE" --all-features
 # Fault run, short form: SIGSTOP one server, SIGKILL and restart another during a verified bench
 # (the binary of the same profile).
 bash scripts/fault-run.sh --short
