@@ -687,6 +687,15 @@ fn php_serialize_reads_the_subset_and_keeps_the_rest_foreign() {
         big(b"C:1:\"A\":2147483648:{}"),
         Err(ValueError::TooLarge { .. })
     ));
+    // A length of exactly the maximum is not too large: past the end, it is truncated.
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 4, b"s:20:\"abc\";", 20),
+        Err(ValueError::Malformed { .. })
+    ));
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 4, b"s:21:\"abc\";", 20),
+        Err(ValueError::TooLarge { size: 21, max: 20 })
+    ));
     // Deep nesting stops at the limit instead of the stack's end, with or without objects.
     let mut deep = Vec::new();
     for _ in 0..100_000 {
@@ -729,6 +738,13 @@ fn php_msgpack_reads_the_subset_and_keeps_the_rest_foreign() {
     );
     assert_eq!(d(b"\xc4\x02\xff\x00"), Value::Bytes(vec![0xff, 0]));
     assert_eq!(d(b"\xa2\xc3\xa9"), Value::String("é".into()));
+    // map 16 and map 32 of three entries; array 16 and 32.
+    let abc = Value::Msgpack(serde_json::json!({"a": 1, "b": 2, "c": 3}));
+    assert_eq!(d(b"\xde\x00\x03\xa1a\x01\xa1b\x02\xa1c\x03"), abc);
+    assert_eq!(d(b"\xdf\x00\x00\x00\x03\xa1a\x01\xa1b\x02\xa1c\x03"), abc);
+    let list = Value::Msgpack(serde_json::json!([1, 2, 3]));
+    assert_eq!(d(b"\xdc\x00\x03\x01\x02\x03"), list);
+    assert_eq!(d(b"\xdd\x00\x00\x00\x03\x01\x02\x03"), list);
     // A PHP array with integer keys, and a stdClass inside a list.
     assert_eq!(
         d(b"\x82\x05\xa1a\xd0\xfb\xc0"),
@@ -739,11 +755,14 @@ fn php_msgpack_reads_the_subset_and_keeps_the_rest_foreign() {
         Value::Msgpack(serde_json::json!([{"a": 1}]))
     );
     for p in [
-        &b"\x82\xc0\xa3Foo\xa1a\x01"[..],            // another class
-        b"\x82\xc0\x01\x00\x01",                     // msgpack-php's reference marker
-        b"\x91\xc4\x01\x00",                         // bin inside a list
-        b"\x91\xd4\x01\x00",                         // ext
-        b"\xd4\x01\x00",                             // ext at the top
+        &b"\x82\xc0\xa3Foo\xa1a\x01"[..], // another class
+        b"\x82\xc0\x01\x00\x01",          // msgpack-php's reference marker
+        b"\x91\xc4\x01\x00",              // bin inside a list
+        b"\x91\xd4\x01\x00",              // ext
+        b"\xd4\x01\x00",                  // ext at the top
+        b"\xc7\x01\x05\xaa",              // ext 8, 16, 32 with one byte
+        b"\xc8\x00\x01\x05\xaa",
+        b"\xc9\x00\x00\x00\x01\x05\xaa",
         b"\x91\xcb\x7f\xf0\x00\x00\x00\x00\x00\x00", // inf inside a list
     ] {
         assert_eq!(
@@ -773,6 +792,9 @@ fn php_msgpack_reads_the_subset_and_keeps_the_rest_foreign() {
         (b"\x91\xc1", "reserved byte 0xc1 at byte 1"),
         (b"\xdd\x00\x00\x00\x05\xc0", "declares 5"),
         (b"\xcd\x01", "the value at byte 0 declares 2"),
+        (b"\xc7\x01\x05", "the value at byte 0 declares 2"),
+        (b"\xde\x00\x03\xa1a\x01\xa1b\x02", "truncated at byte 9"),
+        (b"\xde\x00\x03\xa1a\x01", "declares 6"),
         (b"", "truncated at byte 0"),
     ] {
         let got = e(p);
