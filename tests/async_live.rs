@@ -388,7 +388,7 @@ async fn cancelled_requests_never_leave_a_reply_for_the_next_one() {
     cancelled_over(memshard::Protocol::Text).await
 }
 
-/// The same over the meta protocol (issue 17): a cancelled meta exchange (a quiet pipeline
+/// The same over the meta protocol: a cancelled meta exchange (a quiet pipeline
 /// cut before its `mn`, a reply half read) must not leave a reply the next request takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_meta_requests_never_leave_a_reply_for_the_next_one() {

@@ -177,8 +177,7 @@ fn a_million_operations_under_injected_faults_return_no_wrong_value() {
     faults_over(Kind::Blocking, Protocol::Text, 1_000_000);
 }
 
-/// The same run over the meta protocol (issue 17: the fault tests pass over meta with 0 wrong
-/// values); 300,000 operations by default to keep CI time (`MEMSHARD_FAULT_OPS` sets all).
+/// The same run over the meta protocol (0 wrong values over meta as over text); 300,000 operations by default to keep CI time (`MEMSHARD_FAULT_OPS` sets all).
 #[test]
 fn operations_over_meta_under_injected_faults_return_no_wrong_value() {
     faults_over(Kind::Blocking, Protocol::Meta, 300_000);

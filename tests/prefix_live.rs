@@ -1,4 +1,4 @@
-//! Key prefixes as each peer applies them (issue 15, item 3), run live: every peer stores 300
+//! Key prefixes as each peer applies them, run live: every peer stores 300
 //! keys with its own prefix setting on four real memcached servers (weights 3, 1, 2, 1, as each
 //! peer configures weighted ketama), then memshard, built with the settings docs/prefixes.md
 //! gives for that peer, reads each key *unprefixed*. Each case must give 300 hits with the

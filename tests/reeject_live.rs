@@ -18,83 +18,18 @@
 //! No assertion is about time: waits are for states with a generous deadline.
 
 mod common;
+mod either;
 
 use common::servers::{Cluster, Memcached, require};
 use common::{decode, value_for};
-use memshard::{Client, Expiry, FailurePolicy, Server};
+use either::Api;
+use memshard::{Client, FailurePolicy};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 /// Keys owned by the stopped server.
 const KEYS: usize = 1_100;
-
-/// The operations the scenario needs, on either client.
-enum Api {
-    Blocking(Client),
-    #[cfg(feature = "async")]
-    Async(memshard::aio::Client, tokio::runtime::Runtime),
-}
-
-impl Api {
-    fn set(&self, k: &str, v: &str) {
-        let r = match self {
-            Api::Blocking(c) => c.set(k, v, Expiry::NEVER),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set(k, v, Expiry::NEVER)),
-        };
-        r.unwrap_or_else(|e| panic!("set {k}: {e}"));
-    }
-
-    fn set_multi(&self, items: &[(String, String)]) {
-        let r = match self {
-            Api::Blocking(c) => c.set_multi(items, 0, Expiry::NEVER),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, Expiry::NEVER)),
-        };
-        for (res, (k, _)) in r.into_iter().zip(items) {
-            res.unwrap_or_else(|e| panic!("set_multi {k}: {e}"));
-        }
-    }
-
-    /// `get` through the client: the value, or `None` for a miss or an error.
-    fn get(&self, k: &str) -> Option<Vec<u8>> {
-        let r = match self {
-            Api::Blocking(c) => c.get(k),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.get(k)),
-        };
-        r.ok().flatten().map(|i| i.value)
-    }
-
-    fn down(&self) -> Vec<Server> {
-        match self {
-            Api::Blocking(c) => c.down_servers(),
-            #[cfg(feature = "async")]
-            Api::Async(c, _) => c.down_servers(),
-        }
-    }
-
-    fn live_count(&self) -> usize {
-        match self {
-            Api::Blocking(c) => c.current_ring().servers().len(),
-            #[cfg(feature = "async")]
-            Api::Async(c, _) => c.current_ring().servers().len(),
-        }
-    }
-
-    fn owner(&self, k: &str) -> String {
-        let ring = match self {
-            Api::Blocking(c) => c.ring(),
-            #[cfg(feature = "async")]
-            Api::Async(c, _) => c.ring(),
-        };
-        ring.server_for(k.as_bytes())
-            .expect("the ring has points")
-            .addr
-            .clone()
-    }
-}
 
 fn policy() -> FailurePolicy {
     FailurePolicy::new(1, Duration::from_millis(200), true)

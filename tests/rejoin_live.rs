@@ -1,4 +1,4 @@
-//! Rejoin without stale data (issue 13, item 7), for the blocking and the async client: with
+//! Rejoin without stale data, for the blocking and the async client: with
 //! auto-eject, the keys written or deleted while a server was out go to other servers; when it
 //! comes back (SIGSTOP then SIGCONT: its data intact) it must not serve its old copies.
 //!
@@ -13,138 +13,17 @@
 //! No assertion is about time: waits are for states with a generous deadline.
 
 mod common;
+mod either;
 
 use common::servers::{Cluster, Memcached, require};
 use common::{decode, value_for};
-use memshard::Expiry;
-use memshard::{Client, FailurePolicy, Server};
+use either::Api;
+use memshard::{Client, FailurePolicy};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 const KEYS: usize = 800;
-
-/// The operations the scenario needs, on either client.
-enum Api {
-    Blocking(Client),
-    #[cfg(feature = "async")]
-    Async(memshard::aio::Client, tokio::runtime::Runtime),
-}
-
-impl Api {
-    fn set(&self, k: &str, v: &str) {
-        let r = match self {
-            Api::Blocking(c) => c.set(k, v, Expiry::NEVER),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set(k, v, Expiry::NEVER)),
-        };
-        r.unwrap_or_else(|e| panic!("set {k}: {e}"));
-    }
-
-    fn add(&self, k: &str, v: &str) {
-        let r = match self {
-            Api::Blocking(c) => c.add(k, v, Expiry::NEVER),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.add(k, v, Expiry::NEVER)),
-        };
-        r.unwrap_or_else(|e| panic!("add {k}: {e}"));
-    }
-
-    fn incr(&self, k: &str) -> Option<u64> {
-        let r = match self {
-            Api::Blocking(c) => c.incr(k, 1),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.incr(k, 1)),
-        };
-        r.unwrap_or_else(|e| panic!("incr {k}: {e}"))
-    }
-
-    fn set_multi(&self, items: &[(String, String)]) {
-        let r = match self {
-            Api::Blocking(c) => c.set_multi(items, 0, Expiry::NEVER),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.set_multi(items, 0, Expiry::NEVER)),
-        };
-        for (res, (k, _)) in r.into_iter().zip(items) {
-            res.unwrap_or_else(|e| panic!("set_multi {k}: {e}"));
-        }
-    }
-
-    /// The blocking client's noreply sets; the async client has none: plain sets.
-    fn set_multi_noreply(&self, items: &[(String, String)]) {
-        match self {
-            Api::Blocking(c) => {
-                for (res, (k, _)) in c
-                    .set_multi_noreply(items, 0, Expiry::NEVER)
-                    .into_iter()
-                    .zip(items)
-                {
-                    res.unwrap_or_else(|e| panic!("set_multi_noreply {k}: {e}"));
-                }
-            }
-            #[cfg(feature = "async")]
-            Api::Async(..) => self.set_multi(items),
-        }
-    }
-
-    fn delete(&self, k: &str) {
-        let r = match self {
-            Api::Blocking(c) => c.delete(k),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.delete(k)),
-        };
-        r.unwrap_or_else(|e| panic!("delete {k}: {e}"));
-    }
-
-    fn delete_multi(&self, keys: &[String]) {
-        let r = match self {
-            Api::Blocking(c) => c.delete_multi(keys),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.delete_multi(keys)),
-        };
-        for (res, k) in r.into_iter().zip(keys) {
-            res.unwrap_or_else(|e| panic!("delete_multi {k}: {e}"));
-        }
-    }
-
-    /// `get` through the client: the value, or `None` for a miss or an error.
-    fn get(&self, k: &str) -> Option<Vec<u8>> {
-        let r = match self {
-            Api::Blocking(c) => c.get(k),
-            #[cfg(feature = "async")]
-            Api::Async(c, rt) => rt.block_on(c.get(k)),
-        };
-        r.ok().flatten().map(|i| i.value)
-    }
-
-    fn down(&self) -> Vec<Server> {
-        match self {
-            Api::Blocking(c) => c.down_servers(),
-            #[cfg(feature = "async")]
-            Api::Async(c, _) => c.down_servers(),
-        }
-    }
-
-    fn live_count(&self) -> usize {
-        match self {
-            Api::Blocking(c) => c.current_ring().servers().len(),
-            #[cfg(feature = "async")]
-            Api::Async(c, _) => c.current_ring().servers().len(),
-        }
-    }
-
-    fn owner(&self, k: &str) -> String {
-        let ring = match self {
-            Api::Blocking(c) => c.ring(),
-            #[cfg(feature = "async")]
-            Api::Async(c, _) => c.ring(),
-        };
-        ring.server_for(k.as_bytes())
-            .expect("the ring has points")
-            .addr
-            .clone()
-    }
-}
 
 fn policy() -> FailurePolicy {
     FailurePolicy::new(1, Duration::from_millis(200), true)

@@ -1,5 +1,5 @@
 //! Reliability of the async client (`memshard::aio`) against real memcached on loopback
-//! (issue 13), what is its own (concurrent tasks): requests to a refusing server fail fast
+//! what is its own (concurrent tasks): requests to a refusing server fail fast
 //! beside healthy ones, and healthy keys keep flowing after `set_servers` adds an unreachable
 //! server. Stale pooled connections, connections closed under a request, stray bytes, foreign
 //! replies and refused servers run for both clients in tests/scenarios.rs.

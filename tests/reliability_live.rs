@@ -1,4 +1,4 @@
-//! Reliability of the blocking client against real memcached on loopback (issue 13), what is
+//! Reliability of the blocking client against real memcached on loopback, what is
 //! its own: no thread per server (10,000 servers), healthy keys flowing on worker threads after
 //! a refusing server is added, and an exhausted pool as a typed error. Stale pooled
 //! connections, connections closed under a request, stray bytes and refused servers run for

@@ -1,4 +1,4 @@
-//! Routes between pools under a verified load (issue 18, item 4), against real memcached on
+//! Routes between pools under a verified load, against real memcached on
 //! 127.0.18.x (no other test binary uses those addresses).
 //!
 //! The load: 4 threads, each reading keys chosen at random over all 20,000 and, every 10th

@@ -1,4 +1,4 @@
-//! Routes between pools (issue 18), command by command, as `memshard::routes` documents them,
+//! Routes between pools, command by command, as `memshard::routes` documents them,
 //! on the blocking [`memshard::Router`] and the async `memshard::aio::Router` (feature
 //! `async`): each scenario is written once over [`Api`] and run on both.
 //!

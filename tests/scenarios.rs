@@ -1,4 +1,4 @@
-//! One scenario list, two runners (issue 14, "Parity"): every scenario is an `async fn` generic
+//! One scenario list, two runners: every scenario is an `async fn` generic
 //! over [`api::Api`], the client operations with the blocking client's names, arguments and
 //! results. The `runners!` macro turns the list into one `#[test]` per scenario and client:
 //! `blocking::<scenario>` runs it on `memshard::Client` (no async runtime at all), and
@@ -12,8 +12,8 @@
 //! (the watcher's server file lives in `CARGO_TARGET_TMPDIR`, the DNS watcher resolves an IP
 //! literal).
 //!
-//! Two more runners run the core list over the meta protocol (issue 17: "with meta, every
-//! existing command and multi-key operation gives identical outcomes"): `blocking_meta` and
+//! Two more runners run the core list over the meta protocol (with meta, every
+//! command and multi-key operation gives the outcome it gives over text): `blocking_meta` and
 //! `nonblocking_meta` run it on [`api::Meta`] of each client, whose builder starts with
 //! `.protocol(Protocol::Meta)`. The scenarios that fake server bytes fake meta replies for
 //! them (`Api::PROTOCOL`), and `commands::requests_use_the_protocol_asked_for` reads the wire

@@ -1,4 +1,4 @@
-//! Slips of issue 14, each with the behaviour it must have; no server is contacted (clients are
+//! Slips, each with the behaviour it must have; no server is contacted (clients are
 //! built on loopback addresses nobody listens on, and building opens no connection).
 //!
 //! (a) `Client::plan_servers` planned on rings built with `Ring::with_options`, dropping the

@@ -1,4 +1,4 @@
-//! Stampede protection against a real memcached (issue 17): leases on a miss across two
+//! Stampede protection against a real memcached: leases on a miss across two
 //! processes of 100 threads each, and across 1,000 tasks of the async client; stale values
 //! served after `invalidate`; early recache; the lease of a killed winner ending. Each count is
 //! what the recompute functions report, summed over the processes.

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 const MAX_VALUE: usize = 1 << 20;
 
 /// Serialized formats this step returns as `Foreign` on purpose: turning them into values is
-/// the next step of issue 15 (crates chosen in value-vectors/CRATES.md).
+/// for later (crates chosen in value-vectors/CRATES.md).
 const JUSTIFIED_FOREIGN: &[(&str, Encoding, &str)] = &[
     (
         "php-memcached",

@@ -1,4 +1,4 @@
-//! Values against the real peers, both directions (issue 15, item 5).
+//! Values against the real peers, both directions.
 //!
 //! One memcached on 127.0.25.1 (a free port; no other test binary uses 127.0.25.x), one server
 //! so the peers need no distribution settings (placement is proven elsewhere). For each peer —

@@ -4,10 +4,10 @@
 //! awaits the async one). Scenarios are written against the trait, so each runs unchanged on
 //! both clients.
 //!
-//! The operations the async client once lacked (issue 14) are in [`ParityApi`] and
+//! The operations the async client once lacked are in [`ParityApi`] and
 //! [`ParitySettings`], implemented for both clients.
 //!
-//! [`Meta`] wraps either client to run the same scenarios over the meta protocol (issue 17):
+//! [`Meta`] wraps either client to run the same scenarios over the meta protocol:
 //! its builder starts with `.protocol(Protocol::Meta)`, so every client a scenario builds
 //! speaks meta, and nothing is shared between tests running in parallel.
 #![allow(async_fn_in_trait, dead_code)]
@@ -54,7 +54,7 @@ pub trait Settings: Sized {
     fn protocol(self, protocol: Protocol) -> Self;
 }
 
-/// Builder settings the async builder lacks today (issue 14).
+/// Builder settings the async builder once lacked, on both builders.
 pub trait ParitySettings: Settings {
     fn peer_config(self, cfg: PeerConfig) -> Self;
     fn near_cache(self, cfg: NearCacheConfig) -> Self;
@@ -281,7 +281,7 @@ pub trait Api: Sized + Clone + Send + Sync + 'static {
     -> Vec<Result<Option<Item>>>;
 }
 
-/// The operations the async client lacks today (issue 14).
+/// The operations the async client once lacked, on both clients.
 pub trait ParityApi: Api<Builder: ParitySettings> {
     /// `Client::replicated`'s handle, as a [`Replicated`] that calls the client's own handle
     /// (so that the tests need not name its type, which the rewrite moves).

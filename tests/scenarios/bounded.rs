@@ -1,4 +1,4 @@
-//! Bounded reads (issue 13, item 3): a server that never ends a multi-line reply can neither
+//! Bounded reads: a server that never ends a multi-line reply can neither
 //! hold a caller past the read timeout nor make the client buffer without limit.
 //!
 //! Each scenario runs a fake server on 127.0.0.1 that answers the request with an endless

@@ -205,8 +205,8 @@ pub async fn near_cache_serves_hits_locally_and_client_writes_invalidate_it<C: P
 /// key itself, on its owner) must drop the key's near-cache copy, as the near cache's docs say
 /// of writes.
 ///
-/// FAILS TODAY (issue 14, slips): `Replicated::set` and `Replicated::delete` write the copies
-/// without invalidating the near cache, so the next `get` returns the old value.
+/// This failed when `Replicated::set` and `Replicated::delete` wrote the copies without
+/// invalidating the near cache: the next `get` returned the old value.
 pub async fn near_cache_is_invalidated_by_replicated_writes<C: ParityApi>() {
     let c = Cluster::on_free_ports(&[1, 1, 1]);
     let m: C = near_client(&c);

@@ -1,4 +1,4 @@
-//! Reliability (issue 13) on both clients: connections left in a pool by a server that closed
+//! Reliability on both clients: connections left in a pool by a server that closed
 //! them are replaced without counting a failure; a request that meets a connection closed under
 //! it is sent again only when repeating it is harmless; bytes nobody asked for are never taken
 //! as a reply, and a reply that cannot belong to its request is a protocol error.

@@ -1,4 +1,4 @@
-//! Typed values through the client (issue 15): the builder's codec and a codec per call, the
+//! Typed values through the client : the builder's codec and a codec per call, the
 //! flags and bytes that reach the server, the typed errors (a type the peer cannot store, a
 //! value of another type, a payload that lies about itself, a decompression bomb), and expiry
 //! as a type. What each codec stores is proved against the peers in `src/value` (fixtures

@@ -1,4 +1,4 @@
-// spymemcached's side of cli/tests/values_live.rs (issue 15: values against the real peers); not
+// spymemcached's side of cli/tests/values_live.rs; not
 // value-vectors/spymemcached/SpyValues.java (that one writes the fixture file).
 //
 //   javac -cp spymemcached.jar -d DIR SpyValues.java

@@ -1,4 +1,4 @@
-# dalli's side of cli/tests/values_live.rs (issue 15: values against the real peers).
+# dalli's side of cli/tests/values_live.rs.
 #
 #   ruby dalli_values.rb write HOST:PORT        store the matrix (keys dalli:<case>), print each value
 #   ruby dalli_values.rb read HOST:PORT KEY...  get each key, print what dalli got

@@ -1,5 +1,5 @@
 'use strict';
-// node `memcached`'s side of cli/tests/values_live.rs (issue 15: values against the real peers). npm
+// node `memcached`'s side of cli/tests/values_live.rs. npm
 // `memcached` 2.2.2 is pinned by package-lock.json (a link to value-vectors/node's) and installed
 // into ./node_modules (git-ignored) by `npm ci` (scripts/test.sh).
 //

@@ -1,5 +1,5 @@
 <?php
-// php-memcached's side of cli/tests/values_live.rs (issue 15: values against the real peers).
+// php-memcached's side of cli/tests/values_live.rs.
 //
 //   php php_values.php write HOST:PORT        store the matrix (keys php:<case>), print each value
 //   php php_values.php read HOST:PORT KEY...  get each key, print what php-memcached got

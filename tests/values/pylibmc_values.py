@@ -1,4 +1,4 @@
-"""pylibmc's side of cli/tests/values_live.rs (issue 15: values against the real peers).
+"""pylibmc's side of cli/tests/values_live.rs.
 
     /usr/bin/python3 pylibmc_values.py write HOST:PORT        store the matrix (keys pylibmc:<case>)
     /usr/bin/python3 pylibmc_values.py read HOST:PORT KEY...  get each key, print what pylibmc got
