@@ -15,57 +15,18 @@
 mod common;
 #[path = "common/tls.rs"]
 mod tls;
+#[path = "common/tls_clients.rs"]
+mod tls_clients;
 
 use common::servers::{Memcached, require};
 use memshard::{
-    AuthProblem, Builder, Credentials, Error, Expiry, FailurePolicy, Item, StoreOutcome, TlsConfig,
-    TlsProblem, aio,
+    AuthProblem, Credentials, Error, FailurePolicy, StoreOutcome, TlsConfig, TlsProblem, aio,
 };
 use std::net::TcpListener;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tls::{NAME, Spec, TLS_NAME, USER, certs, ip};
-
-/// The operations the tests use, on both clients.
-trait Kind: Sized {
-    const NAME: &'static str;
-    fn builder() -> Builder<Self>;
-    fn build(b: Builder<Self>) -> memshard::Result<Self>;
-    async fn get(&self, key: &str) -> memshard::Result<Option<Item>>;
-    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome>;
-}
-
-impl Kind for memshard::Client {
-    const NAME: &'static str = "memshard::Client";
-    fn builder() -> Builder<Self> {
-        memshard::Client::builder()
-    }
-    fn build(b: Builder<Self>) -> memshard::Result<Self> {
-        b.build()
-    }
-    async fn get(&self, key: &str) -> memshard::Result<Option<Item>> {
-        memshard::Client::get(self, key)
-    }
-    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome> {
-        memshard::Client::set(self, key, value, Expiry::NEVER)
-    }
-}
-
-impl Kind for aio::Client {
-    const NAME: &'static str = "memshard::aio::Client";
-    fn builder() -> Builder<Self> {
-        aio::Client::builder()
-    }
-    fn build(b: Builder<Self>) -> memshard::Result<Self> {
-        b.build()
-    }
-    async fn get(&self, key: &str) -> memshard::Result<Option<Item>> {
-        aio::Client::get(self, key).await
-    }
-    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome> {
-        aio::Client::set(self, key, value, Expiry::NEVER).await
-    }
-}
+use tls_clients::{Kind, client, try_client};
 
 /// Runs the scenario for the blocking client, then for the async one (built inside a runtime).
 macro_rules! both {
@@ -84,34 +45,6 @@ macro_rules! both {
                 });
         }
     };
-}
-
-/// A client of `list` with generous timeouts, every request reaching the server.
-fn try_client<C: Kind>(
-    list: &str,
-    tls: Option<TlsConfig>,
-    creds: Option<Credentials>,
-) -> memshard::Result<C> {
-    let mut b = C::builder()
-        .server_list(list)
-        .expect("server list")
-        .pool_size(2)
-        .connect_timeout(Duration::from_secs(5))
-        .read_timeout(Duration::from_secs(5))
-        .write_timeout(Duration::from_secs(5))
-        .checkout_timeout(Duration::from_secs(5))
-        .failure_policy(FailurePolicy::default().with_failure_limit(0));
-    if let Some(t) = tls {
-        b = b.tls(t);
-    }
-    if let Some(c) = creds {
-        b = b.credentials(c);
-    }
-    C::build(b)
-}
-
-fn client<C: Kind>(list: &str, tls: Option<TlsConfig>, creds: Option<Credentials>) -> C {
-    try_client(list, tls, creds).unwrap_or_else(|e| panic!("{}: build: {e}", C::NAME))
 }
 
 /// Trusts the test CA; verifies no name unless told.

@@ -21,15 +21,16 @@
 mod common;
 #[path = "../../tests/common/tls.rs"]
 mod tls;
+#[path = "../../tests/common/tls_clients.rs"]
+mod tls_clients;
 
 use common::servers::{Memcached, require};
 use common::{decode, value_for};
 use memshard::{
-    AuthProblem, Builder, Credentials, DeleteOutcome, Error, Expiry, FailurePolicy, Flavor, Item,
-    Ring, SettingError, StoreOutcome, TlsConfig, TlsProblem, aio, parse_server_list,
+    AuthProblem, Credentials, DeleteOutcome, Error, FailurePolicy, Flavor, Ring, SettingError,
+    StoreOutcome, TlsConfig, TlsProblem, aio, parse_server_list,
 };
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -37,6 +38,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tls::{NAME, Restartable, Spec, USER, certs, ip};
+use tls_clients::{Kind, client, try_client};
 
 /// How long a wait for a state may take before the state is taken never to come.
 const GENEROUS: Duration = Duration::from_secs(60);
@@ -44,106 +46,6 @@ const GENEROUS: Duration = Duration::from_secs(60);
 // ---------------------------------------------------------------------------------------
 // both clients behind one trait
 // ---------------------------------------------------------------------------------------
-
-/// The operations the tests use, on both clients (the blocking one calls straight through).
-trait Kind: Sized + Sync {
-    const NAME: &'static str;
-    fn builder() -> Builder<Self>;
-    fn build(b: Builder<Self>) -> memshard::Result<Self>;
-    async fn get(&self, key: &str) -> memshard::Result<Option<Item>>;
-    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome>;
-    async fn delete(&self, key: &str) -> memshard::Result<DeleteOutcome>;
-    async fn get_multi(&self, keys: &[String]) -> Vec<memshard::Result<Option<Item>>>;
-    async fn set_multi(&self, items: &[(String, Vec<u8>)]) -> Vec<memshard::Result<StoreOutcome>>;
-    fn ring(&self) -> Arc<Ring>;
-    /// `f(0)` .. `f(n - 1)` at the same time: threads for the blocking client, futures for the
-    /// async one.
-    async fn concurrently<F, Fut>(n: usize, f: F)
-    where
-        F: Fn(usize) -> Fut + Sync,
-        Fut: Future<Output = ()>;
-}
-
-impl Kind for memshard::Client {
-    const NAME: &'static str = "memshard::Client";
-    fn builder() -> Builder<Self> {
-        memshard::Client::builder()
-    }
-    fn build(b: Builder<Self>) -> memshard::Result<Self> {
-        b.build()
-    }
-    async fn get(&self, key: &str) -> memshard::Result<Option<Item>> {
-        memshard::Client::get(self, key)
-    }
-    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome> {
-        memshard::Client::set(self, key, value, Expiry::NEVER)
-    }
-    async fn delete(&self, key: &str) -> memshard::Result<DeleteOutcome> {
-        memshard::Client::delete(self, key)
-    }
-    async fn get_multi(&self, keys: &[String]) -> Vec<memshard::Result<Option<Item>>> {
-        memshard::Client::get_multi(self, keys)
-    }
-    async fn set_multi(&self, items: &[(String, Vec<u8>)]) -> Vec<memshard::Result<StoreOutcome>> {
-        memshard::Client::set_multi(self, items, 0, Expiry::NEVER)
-    }
-    fn ring(&self) -> Arc<Ring> {
-        memshard::Client::ring(self)
-    }
-    async fn concurrently<F, Fut>(n: usize, f: F)
-    where
-        F: Fn(usize) -> Fut + Sync,
-        Fut: Future<Output = ()>,
-    {
-        std::thread::scope(|s| {
-            for i in 0..n {
-                let f = &f;
-                s.spawn(move || {
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("worker runtime")
-                        .block_on(f(i))
-                });
-            }
-        });
-    }
-}
-
-impl Kind for aio::Client {
-    const NAME: &'static str = "memshard::aio::Client";
-    fn builder() -> Builder<Self> {
-        aio::Client::builder()
-    }
-    fn build(b: Builder<Self>) -> memshard::Result<Self> {
-        b.build()
-    }
-    async fn get(&self, key: &str) -> memshard::Result<Option<Item>> {
-        aio::Client::get(self, key).await
-    }
-    async fn set(&self, key: &str, value: &[u8]) -> memshard::Result<StoreOutcome> {
-        aio::Client::set(self, key, value, Expiry::NEVER).await
-    }
-    async fn delete(&self, key: &str) -> memshard::Result<DeleteOutcome> {
-        aio::Client::delete(self, key).await
-    }
-    async fn get_multi(&self, keys: &[String]) -> Vec<memshard::Result<Option<Item>>> {
-        aio::Client::get_multi(self, keys).await
-    }
-    async fn set_multi(&self, items: &[(String, Vec<u8>)]) -> Vec<memshard::Result<StoreOutcome>> {
-        aio::Client::set_multi(self, items, 0, Expiry::NEVER).await
-    }
-    fn ring(&self) -> Arc<Ring> {
-        aio::Client::ring(self)
-    }
-    async fn concurrently<F, Fut>(n: usize, f: F)
-    where
-        F: Fn(usize) -> Fut + Sync,
-        Fut: Future<Output = ()>,
-    {
-        futures_util::future::join_all((0..n).map(f)).await;
-    }
-}
 
 /// Runs `f` for the blocking client, then for the async one, each in a runtime of its own (the
 /// async client must be built inside one).
@@ -172,36 +74,6 @@ macro_rules! on {
             Which::Async => $f::<aio::Client>($($arg),*).await,
         }
     };
-}
-
-/// A client of the servers in `list` with generous timeouts, one connection per server, and
-/// the TLS and credentials given.
-fn client<C: Kind>(list: &str, tls: Option<TlsConfig>, creds: Option<Credentials>) -> C {
-    try_client(list, tls, creds).unwrap_or_else(|e| panic!("{}: build: {e}", C::NAME))
-}
-
-fn try_client<C: Kind>(
-    list: &str,
-    tls: Option<TlsConfig>,
-    creds: Option<Credentials>,
-) -> memshard::Result<C> {
-    let mut b = C::builder()
-        .server_list(list)
-        .expect("server list")
-        .pool_size(2)
-        .connect_timeout(Duration::from_secs(5))
-        .read_timeout(Duration::from_secs(5))
-        .write_timeout(Duration::from_secs(5))
-        .checkout_timeout(Duration::from_secs(5))
-        // every request reaches the server: a refusal is never turned into ServerDown
-        .failure_policy(FailurePolicy::default().with_failure_limit(0));
-    if let Some(t) = tls {
-        b = b.tls(t);
-    }
-    if let Some(c) = creds {
-        b = b.credentials(c);
-    }
-    C::build(b)
 }
 
 /// Trusts the test CA and verifies the name the server certificates hold (the servers are
