@@ -102,8 +102,9 @@ pub enum RetrievalItem {
     Failed(Reply),
 }
 
-/// The first line in `buf` without its CRLF, and the bytes it took with the CRLF.
-fn line(buf: &[u8]) -> Result<Parsed<&[u8]>, ParseError> {
+/// The first line in `buf` without its CRLF, and the bytes it took with the CRLF. A line of
+/// up to [`MAX_LINE`] bytes is found; past that without a CRLF, the reply is refused.
+pub(super) fn line(buf: &[u8]) -> Result<Parsed<&[u8]>, ParseError> {
     let scan = &buf[..buf.len().min(MAX_LINE + 2)];
     match scan.windows(2).position(|w| w == b"\r\n") {
         Some(i) => Ok(Parsed::Done(&buf[..i], i + 2)),
@@ -321,6 +322,17 @@ mod tests {
             parse_reply(&vec![b'a'; MAX_LINE + 2]),
             Err(ParseError::LineTooLong)
         );
+        // the bound exactly: a line of MAX_LINE bytes is read, one byte more is refused even
+        // when its CRLF follows
+        let mut longest = b"SERVER_ERROR ".to_vec();
+        longest.resize(MAX_LINE, b'x');
+        longest.extend_from_slice(b"\r\n");
+        assert!(matches!(
+            parse_reply(&longest),
+            Ok(Parsed::Done(Reply::ServerError(_), n)) if n == MAX_LINE + 2
+        ));
+        longest.insert(20, b'x');
+        assert_eq!(parse_reply(&longest), Err(ParseError::LineTooLong));
         assert!(parse_reply(b"-1\r\n").is_err());
         // found by fuzz/ (crashes-found/reply-huge-*): a claimed length that wrapped usize
         // when the limit was near usize::MAX

@@ -109,16 +109,10 @@ fn bad(l: &[u8]) -> ParseError {
 /// # Ok::<(), memshard::proto::ParseError>(())
 /// ```
 pub fn parse_meta(buf: &[u8], max_value: usize) -> Result<Parsed<MetaItem>, ParseError> {
-    let scan = &buf[..buf.len().min(MAX_LINE + 2)];
-    let Some(end) = scan.windows(2).position(|w| w == b"\r\n") else {
-        return if buf.len() >= MAX_LINE + 2 {
-            Err(ParseError::LineTooLong)
-        } else {
-            Ok(Parsed::Incomplete)
-        };
+    let (l, used) = match super::super::reply::line(buf)? {
+        Parsed::Done(l, used) => (l, used),
+        Parsed::Incomplete => return Ok(Parsed::Incomplete),
     };
-    let l = &buf[..end];
-    let used = end + 2;
     if let Some(e) = super::super::reply::error_reply(l) {
         return Ok(Parsed::Done(MetaItem::Failed(e), used));
     }
@@ -337,5 +331,15 @@ mod tests {
             parse_meta(&[b'H'; MAX_LINE + 2], 10),
             Err(ParseError::LineTooLong)
         );
+        // the bound exactly: a line of MAX_LINE bytes is read, one byte more is refused
+        let mut longest = b"SERVER_ERROR ".to_vec();
+        longest.resize(MAX_LINE, b'x');
+        longest.extend_from_slice(b"\r\n");
+        assert!(matches!(
+            parse_meta(&longest, 10),
+            Ok(Parsed::Done(MetaItem::Failed(Reply::ServerError(_)), n)) if n == MAX_LINE + 2
+        ));
+        longest.insert(20, b'x');
+        assert_eq!(parse_meta(&longest, 10), Err(ParseError::LineTooLong));
     }
 }
