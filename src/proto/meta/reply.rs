@@ -2,7 +2,7 @@
 //! (`Incomplete`, `Done(item, used)`, or an error for bytes memcached never sends), with the
 //! data length of `VA` checked against the limit before anything waits for it.
 
-use super::super::reply::{MAX_LINE, ParseError, Parsed, Reply};
+use super::super::reply::{ParseError, Parsed, Reply};
 use std::ops::Range;
 
 /// The status of a meta reply: its first two letters.
@@ -240,6 +240,7 @@ pub fn parse_meta(buf: &[u8], max_value: usize) -> Result<Parsed<MetaItem>, Pars
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::MAX_LINE;
 
     fn one(buf: &[u8]) -> MetaReply {
         match parse_meta(buf, 1024) {
