@@ -333,6 +333,13 @@ mod tests {
         ));
         longest.insert(20, b'x');
         assert_eq!(parse_reply(&longest), Err(ParseError::LineTooLong));
+        // MAX_LINE bytes and a lone CR: the LF may still come
+        let mut pending = vec![b'a'; MAX_LINE];
+        pending.push(b'\r');
+        assert_eq!(parse_reply(&pending), Ok(Parsed::Incomplete));
+        // ':' is the byte after '9': not a digit
+        assert!(parse_reply(b"1:\r\n").is_err());
+        assert!(parse_reply(b"/\r\n").is_err());
         assert!(parse_reply(b"-1\r\n").is_err());
         // found by fuzz/ (crashes-found/reply-huge-*): a claimed length that wrapped usize
         // when the limit was near usize::MAX
@@ -358,6 +365,8 @@ mod tests {
             (b"DELETED\r\n", Reply::Deleted),
             (b"TOUCHED\r\n", Reply::Touched),
             (b"OK\r\n", Reply::Ok),
+            (b"END\r\n", Reply::End),
+            (b"STORED\r\n", Reply::Stored),
             (b"ERROR\r\n", Reply::Error),
             (
                 b"CLIENT_ERROR bad data chunk\r\n",
