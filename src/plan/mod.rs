@@ -172,7 +172,7 @@ impl<'r> Placer<'r> {
                 ((w[0] as u64) << 32 | w[1] as u64, s.weight as f64)
             })
             .collect();
-        let md5_ring = ring.key_hash() == KeyHash::Md5 && ring.flavor() != Flavor::Dalli;
+        let md5_ring = ring.routes_by_md5();
         Placer {
             n: ring.servers().len(),
             ring,

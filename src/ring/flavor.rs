@@ -1,16 +1,22 @@
-//! Flavors: each peer's whole ketama recipe in one value.
+//! Flavors: each peer's whole placement recipe in one value.
 //!
-//! A flavor fixes the point-name format, the points-per-server arithmetic (with the peer's own
-//! float/double/integer steps), how digest bytes become points, the key hash, the order of equal
-//! points and the lookup boundary. The caller can change only the key hash, and only where the
-//! peer lets its users change it (libmemcached, twemproxy).
+//! Most flavors are a peer's ketama: a flavor fixes the point-name format, the
+//! points-per-server arithmetic (with the peer's own float/double/integer steps), how digest
+//! bytes become points, the key hash, the order of equal points and the lookup boundary. The
+//! others are the peers' defaults without a continuum: modulo (libmemcached, spymemcached,
+//! gomemcache) and rendezvous (pymemcache). The caller can change only the key hash, and only
+//! where the peer lets its users change it (libmemcached, twemproxy, spymemcached's modulo).
 
 use crate::hash::{self, KeyHash};
 use crate::servers::{DEFAULT_PORT, Server};
 use std::fmt;
 use std::str::FromStr;
 
-/// A peer's ketama recipe. See the crate docs for which peer and option each one matches.
+/// A peer's placement recipe. See the crate docs for which peer and option each one matches.
+///
+/// Modulo and rendezvous are not ketama: adding a server to `n` moves about `n / (n + 1)` of
+/// the keys under modulo (every key whose hash changes remainder), `1 / (n + 1)` under
+/// rendezvous and ketama.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Flavor {
@@ -45,6 +51,33 @@ pub enum Flavor {
     /// reweighting one server moves only keys to or from that server. Ties go to the server
     /// whose address sorts first, independent of list order.
     MemshardWeighted,
+    /// libmemcached `MEMCACHED_DISTRIBUTION_MODULA`, libmemcached's default and so php-memcached's
+    /// and pylibmc's out of the box: the key hash (default one-at-a-time) modulo the number of
+    /// servers, in the order they were added; weights are ignored.
+    LibmemcachedModula,
+    /// spymemcached `ArrayModNodeLocator` (`DefaultConnectionFactory`): the key hash (default
+    /// `NATIVE_HASH`, Java's `String.hashCode`) modulo the number of servers; no weights.
+    SpymemcachedModula,
+    /// pymemcache `HashClient`: rendezvous hashing, the highest
+    /// `murmur3_32("host:port-key")` wins; no weights.
+    Pymemcache,
+    /// gomemcache `ServerList`: `crc32.ChecksumIEEE(key) % len(servers)` in the order given;
+    /// no weights.
+    Gomemcache,
+    /// The AWS ElastiCache cluster client for Java's `KetamaNodeLocator` (since 1.2.0): 160
+    /// points per server from SHA-384 digests of `ip:port-i`, key hash SHA-384; no weights.
+    AwsJavaKetama,
+}
+
+/// How a flavor picks a key's server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    /// The first point at or after the key hash on a continuum of points.
+    Continuum,
+    /// The key hash modulo the number of servers.
+    Modulo,
+    /// The server with the highest score for the key (pymemcache's rendezvous).
+    Rendezvous,
 }
 
 /// Every flavor with its CLI name, then the accepted aliases.
@@ -62,6 +95,11 @@ pub const FLAVORS: &[(&str, Flavor)] = &[
     ("hash-ring", Flavor::HashRing),
     ("go-ketama", Flavor::GoKetama),
     ("memshard-weighted", Flavor::MemshardWeighted),
+    ("libmemcached-modula", Flavor::LibmemcachedModula),
+    ("spymemcached-modula", Flavor::SpymemcachedModula),
+    ("pymemcache", Flavor::Pymemcache),
+    ("gomemcache", Flavor::Gomemcache),
+    ("aws-java-ketama", Flavor::AwsJavaKetama),
 ];
 
 const FLAVOR_ALIASES: &[(&str, Flavor)] = &[
@@ -70,6 +108,13 @@ const FLAVOR_ALIASES: &[(&str, Flavor)] = &[
     ("ketama-weighted", Flavor::Libmemcached),
     ("nutcracker", Flavor::Twemproxy),
     ("ketama", Flavor::Libketama),
+    ("modula", Flavor::LibmemcachedModula),
+    ("libmemcached-modulo", Flavor::LibmemcachedModula),
+    ("spymemcached-modulo", Flavor::SpymemcachedModula),
+    ("spymemcached-array-mod", Flavor::SpymemcachedModula),
+    ("pymemcache-rendezvous", Flavor::Pymemcache),
+    ("go-memcache", Flavor::Gomemcache),
+    ("elasticache-java", Flavor::AwsJavaKetama),
 ];
 
 /// The name given to `--flavor` was not one we know.
@@ -105,6 +150,8 @@ pub(crate) enum PointScheme {
     KeyHash,
     /// One point: the first four bytes of the name's SHA-1, big-endian.
     Sha1BigEndian,
+    /// The first `n` little-endian words of the name's SHA-384 digest.
+    Sha384Words(usize),
 }
 
 /// Which of several equal points a lookup can land on.
@@ -143,10 +190,32 @@ impl Flavor {
             .unwrap_or("?")
     }
 
+    /// How this flavor picks a key's server.
+    pub(crate) fn scheme(self) -> Scheme {
+        match self {
+            Flavor::LibmemcachedModula | Flavor::SpymemcachedModula | Flavor::Gomemcache => {
+                Scheme::Modulo
+            }
+            Flavor::Pymemcache => Scheme::Rendezvous,
+            _ => Scheme::Continuum,
+        }
+    }
+
+    /// Whether the flavor places keys on a continuum (ketama): adding a server then moves only
+    /// that server's share of the keys. False for modulo and rendezvous flavors.
+    pub fn is_ketama(self) -> bool {
+        self.scheme() == Scheme::Continuum
+    }
+
     /// The key hash the peer uses unless its user picks another.
     pub fn default_hash(self) -> KeyHash {
         match self {
-            Flavor::LibmemcachedUnweighted => KeyHash::OneAtATime,
+            Flavor::LibmemcachedUnweighted | Flavor::LibmemcachedModula => KeyHash::OneAtATime,
+            Flavor::SpymemcachedModula => KeyHash::Native,
+            Flavor::Pymemcache => KeyHash::Murmur3Seed0,
+            // selector.go: crc32.ChecksumIEEE
+            Flavor::Gomemcache => KeyHash::Crc32a,
+            Flavor::AwsJavaKetama => KeyHash::Sha384,
             // twemproxy conf.h: CONF_DEFAULT_HASH HASH_FNV1A_64
             Flavor::Twemproxy => KeyHash::Fnv1a_64,
             Flavor::Dalli => KeyHash::Crc32a,
@@ -161,14 +230,43 @@ impl Flavor {
             Flavor::Libmemcached
                 | Flavor::LibmemcachedUnweighted
                 | Flavor::LibmemcachedSpy
+                | Flavor::LibmemcachedModula
                 | Flavor::Twemproxy
+                | Flavor::SpymemcachedModula
         )
+    }
+
+    /// Whether the peer offers `hash` as a key hash: its default always; for the flavors
+    /// whose peer has a hash option, the hashes that option names (libmemcached and twemproxy:
+    /// the libhashkit family; spymemcached: `DefaultHashAlgorithm`'s).
+    pub fn offers_hash(self, hash: KeyHash) -> bool {
+        if hash == self.default_hash() {
+            return true;
+        }
+        match self {
+            Flavor::SpymemcachedModula => matches!(
+                hash,
+                KeyHash::Native
+                    | KeyHash::Crc32
+                    | KeyHash::Fnv1_64
+                    | KeyHash::Fnv1a_64
+                    | KeyHash::Fnv1_32
+                    | KeyHash::Fnv1a_32
+                    | KeyHash::Md5
+            ),
+            f if f.hash_is_configurable() => !matches!(
+                hash,
+                KeyHash::Native | KeyHash::Murmur3Seed0 | KeyHash::Sha384
+            ),
+            _ => false,
+        }
     }
 
     pub(crate) fn ties(self) -> Ties {
         match self {
             Flavor::Spymemcached
             | Flavor::SpymemcachedWeighted
+            | Flavor::AwsJavaKetama
             | Flavor::Uhashring
             | Flavor::HashRing
             | Flavor::Dalli => Ties::LastInserted,
@@ -217,6 +315,14 @@ impl Flavor {
                         let d = sha1_digest(bytes);
                         out.push((u32::from_be_bytes([d[0], d[1], d[2], d[3]]), idx));
                     }
+                    PointScheme::Sha384Words(words) => {
+                        let d = hash::sha384_digest(bytes);
+                        out.extend(
+                            d.chunks_exact(4)
+                                .take(words)
+                                .map(|w| (u32::from_le_bytes([w[0], w[1], w[2], w[3]]), idx)),
+                        );
+                    }
                 }
             }
         }
@@ -234,7 +340,7 @@ impl Flavor {
             // hosts.cc: MEMCACHED_POINTS_PER_SERVER (100) names, weights ignored.
             Flavor::LibmemcachedUnweighted => 100,
             // KetamaNodeLocator: numReps (160) / 4 digests, weights ignored.
-            Flavor::Spymemcached => 40,
+            Flavor::Spymemcached | Flavor::AwsJavaKetama => 40,
             Flavor::Libketama | Flavor::GoKetama => libketama_digests(w, total_weight, n),
             Flavor::Uhashring | Flavor::HashRing => exact_digests(w, total_weight, n),
             // hashring index.js: Math.floor(percentage * vnodes * servers.length), left to
@@ -249,6 +355,11 @@ impl Flavor {
             }
             // Own weight only: this is what makes the flavor monotone.
             Flavor::MemshardWeighted => 40 * w,
+            // No continuum.
+            Flavor::LibmemcachedModula
+            | Flavor::SpymemcachedModula
+            | Flavor::Pymemcache
+            | Flavor::Gomemcache => 0,
         }
     }
 
@@ -265,6 +376,9 @@ impl Flavor {
             // hash_ring.py uses only 3 of the 4 words of each digest.
             Flavor::HashRing => ('-', PointScheme::Md5Words(3)),
             Flavor::Dalli => (':', PointScheme::Sha1BigEndian),
+            // KetamaNodeLocator (aws-elasticache-cluster-client-memcached-for-java 1.2.0+):
+            // four points from the first 16 of SHA-384's 48 bytes.
+            Flavor::AwsJavaKetama => ('-', PointScheme::Sha384Words(4)),
             _ => ('-', PointScheme::Md5Words(4)),
         }
     }
@@ -302,14 +416,20 @@ impl Flavor {
             },
             Flavor::LibmemcachedSpy => format!("/{}:{}", s.host, s.port),
             Flavor::Spymemcached | Flavor::SpymemcachedWeighted => super::spy_node::node_key(s),
+            Flavor::AwsJavaKetama => super::spy_node::aws_node_key(s),
             Flavor::Uhashring => s.name.clone().unwrap_or_else(|| s.addr.clone()),
             // dalli: "#{hostname}:#{port}", brackets of IPv6 dropped, port 11211 kept.
             Flavor::Dalli => format!("{}:{}", s.host, s.port),
+            // pymemcache `_make_client_key`: "%s:%s" % (host, port)
+            Flavor::Pymemcache => format!("{}:{}", s.host, s.port),
             Flavor::Libketama
             | Flavor::GoKetama
             | Flavor::NodeHashring
             | Flavor::HashRing
-            | Flavor::MemshardWeighted => s.addr.clone(),
+            | Flavor::MemshardWeighted
+            | Flavor::LibmemcachedModula
+            | Flavor::SpymemcachedModula
+            | Flavor::Gomemcache => s.addr.clone(),
         }
     }
 }

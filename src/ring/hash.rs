@@ -48,6 +48,15 @@ pub enum KeyHash {
     Murmur3,
     /// Bob Jenkins' lookup3 `hashlittle` with initval 13.
     Jenkins,
+    /// Java's `String.hashCode()` of the key's UTF-8 decoding, read unsigned: spymemcached's
+    /// `NATIVE_HASH`, the default of its modulo placement.
+    Native,
+    /// MurmurHash3 x86_32 with seed 0 (pymemcache's `murmur3_32`; libhashkit's `murmur3` seeds
+    /// with the key length).
+    Murmur3Seed0,
+    /// The first four bytes of the key's SHA-384 digest, little-endian (the AWS ElastiCache
+    /// Java client's ketama key hash).
+    Sha384,
 }
 
 /// Every hash with its CLI name, in the order `--help` lists them.
@@ -65,6 +74,9 @@ pub const KEY_HASHES: &[(&str, KeyHash)] = &[
     ("murmur", KeyHash::Murmur),
     ("murmur3", KeyHash::Murmur3),
     ("jenkins", KeyHash::Jenkins),
+    ("native", KeyHash::Native),
+    ("murmur3-seed0", KeyHash::Murmur3Seed0),
+    ("sha384", KeyHash::Sha384),
 ];
 
 /// Names the peers use for the same hashes (twemproxy `one_at_a_time`, libmemcached `crc`, ...).
@@ -76,6 +88,14 @@ const ALIASES: &[(&str, KeyHash)] = &[
     ("fnv1a-64", KeyHash::Fnv1a_64),
     ("fnv1-32", KeyHash::Fnv1_32),
     ("fnv1a-32", KeyHash::Fnv1a_32),
+    // spymemcached's DefaultHashAlgorithm names
+    ("native_hash", KeyHash::Native),
+    ("ketama_hash", KeyHash::Md5),
+    ("crc_hash", KeyHash::Crc32),
+    ("fnv1_64_hash", KeyHash::Fnv1_64),
+    ("fnv1a_64_hash", KeyHash::Fnv1a_64),
+    ("fnv1_32_hash", KeyHash::Fnv1_32),
+    ("fnv1a_32_hash", KeyHash::Fnv1a_32),
 ];
 
 /// The name given to `--hash` was not one we know.
@@ -125,8 +145,20 @@ impl KeyHash {
             KeyHash::Murmur => murmur2(key),
             KeyHash::Murmur3 => murmur3(key),
             KeyHash::Jenkins => jenkins(key),
+            KeyHash::Native => super::java::string_hash_code(key),
+            KeyHash::Murmur3Seed0 => murmur3_seeded(key, 0),
+            KeyHash::Sha384 => {
+                let d = sha384_digest(key);
+                u32::from_le_bytes([d[0], d[1], d[2], d[3]])
+            }
         }
     }
+}
+
+/// The SHA-384 digest of `data`.
+pub(crate) fn sha384_digest(data: &[u8]) -> [u8; 48] {
+    use sha2::{Digest, Sha384};
+    Sha384::digest(data).into()
 }
 
 /// The md5 state after hashing `data`: the digest as four little-endian words.
@@ -315,10 +347,15 @@ fn murmur2(key: &[u8]) -> u32 {
 }
 
 fn murmur3(key: &[u8]) -> u32 {
+    murmur3_seeded(key, 0xdead_beefu32.wrapping_mul(key.len() as u32))
+}
+
+/// MurmurHash3 x86_32 with `seed` (libhashkit seeds it with the length; pymemcache with 0).
+pub(crate) fn murmur3_seeded(key: &[u8], seed: u32) -> u32 {
     const C1: u32 = 0xcc9e_2d51;
     const C2: u32 = 0x1b87_3593;
     let len = key.len() as u32;
-    let mut h = 0xdead_beefu32.wrapping_mul(len);
+    let mut h = seed;
     let mut chunks = key.chunks_exact(4);
     for c in &mut chunks {
         let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);

@@ -8,7 +8,9 @@ mod continuum;
 mod dalli_key;
 pub mod flavor;
 pub mod hash;
+mod java;
 pub(crate) mod md5x4;
+mod rendezvous;
 pub mod servers;
 mod spy_node;
 mod tag;
@@ -16,7 +18,9 @@ mod tag;
 use crate::hash::KeyHash;
 use crate::servers::Server;
 use continuum::Continuum;
+use flavor::Scheme;
 pub use flavor::{FLAVORS, Flavor, UnknownFlavor};
+use java::{fnv1_chars, fnv1a_chars};
 pub use tag::{BadHashTag, HashTag};
 
 /// Why a ring could not be built.
@@ -37,6 +41,20 @@ pub enum RingError {
         fixed: KeyHash,
         /// The hash that was asked for.
         asked: KeyHash,
+    },
+    /// The peer of this flavor has a hash option, but not this hash.
+    #[error(
+        "flavor {flavor} has no key hash {asked} (its peer offers {offered}); pick one of those or leave the key hash unset for {default}"
+    )]
+    HashNotOffered {
+        /// The flavor.
+        flavor: Flavor,
+        /// The hash that was asked for.
+        asked: KeyHash,
+        /// The hashes the peer offers, by name.
+        offered: String,
+        /// The flavor's default hash.
+        default: KeyHash,
     },
     /// The server list would give the ring more points than a ring should hold.
     #[error(
@@ -125,7 +143,11 @@ pub struct Ring {
     /// the hash in effect at build time, which can differ from the key hash).
     point_hash: KeyHash,
     tag: Option<HashTag>,
+    scheme: Scheme,
+    /// Empty for the modulo and rendezvous flavors.
     continuum: Continuum,
+    /// The rendezvous flavor's node names, in server order (empty for the others).
+    nodes: Vec<String>,
     point_counts: Vec<u32>,
 }
 
@@ -175,6 +197,19 @@ impl Ring {
                     asked: h,
                 });
             }
+            Some(h) if !flavor.offers_hash(h) => {
+                let offered: Vec<&str> = hash::KEY_HASHES
+                    .iter()
+                    .filter(|(_, k)| flavor.offers_hash(*k))
+                    .map(|(n, _)| *n)
+                    .collect();
+                return Err(RingError::HashNotOffered {
+                    flavor,
+                    asked: h,
+                    offered: offered.join(", "),
+                    default: fixed,
+                });
+            }
             Some(h) => h,
             None => fixed,
         };
@@ -196,8 +231,13 @@ impl Ring {
             });
         }
         let point_hash = point_hash.unwrap_or(hash);
+        let scheme = flavor.scheme();
+        let nodes = match scheme {
+            Scheme::Rendezvous => servers.iter().map(|s| flavor.point_base(s)).collect(),
+            Scheme::Continuum | Scheme::Modulo => Vec::new(),
+        };
         let raw = flavor.points(&servers, point_hash);
-        if raw.is_empty() {
+        if raw.is_empty() && scheme == Scheme::Continuum {
             return Err(RingError::NoPoints {
                 flavor,
                 servers: servers.len(),
@@ -211,10 +251,12 @@ impl Ring {
         Ok(Ring {
             servers,
             flavor,
+            scheme,
             hash,
             point_hash,
             tag,
             continuum,
+            nodes,
             point_counts,
         })
     }
@@ -258,12 +300,13 @@ impl Ring {
     }
 
     /// Points each server placed on the continuum (before equal points are merged), in server
-    /// order. A server can have 0 points when its weight share is tiny.
+    /// order. A server can have 0 points when its weight share is tiny; every server has 0
+    /// under the flavors without a continuum (modulo, rendezvous).
     pub fn point_counts(&self) -> &[u32] {
         &self.point_counts
     }
 
-    /// Distinct points on the continuum.
+    /// Distinct points on the continuum (0 for the flavors without one: modulo, rendezvous).
     pub fn len(&self) -> usize {
         self.continuum.len()
     }
@@ -283,9 +326,9 @@ impl Ring {
         self.continuum.heap_bytes()
     }
 
-    /// True when no server has a point (never the case for a ring that was built).
+    /// True when no key could be routed (never the case for a ring that was built).
     pub fn is_empty(&self) -> bool {
-        self.continuum.len() == 0
+        self.scheme == Scheme::Continuum && self.continuum.len() == 0
     }
 
     /// The key hash of `key`, after the hash tag.
@@ -295,10 +338,11 @@ impl Ring {
             Some(t) => t.apply(key),
             None => key,
         };
-        if self.flavor == Flavor::Dalli {
-            return dalli_key::with_hashed_key(k, |k| self.hash.hash(k));
+        match self.flavor {
+            Flavor::Dalli => dalli_key::with_hashed_key(k, |k| self.hash.hash(k)),
+            Flavor::SpymemcachedModula => spymemcached_hash(self.hash, k),
+            _ => self.hash.hash(k),
         }
-        self.hash.hash(k)
     }
 
     /// Index (into [`Ring::servers`]) of the server that owns `key`.
@@ -307,16 +351,26 @@ impl Ring {
         if self.single() {
             return Some(0);
         }
-        let pos = self.continuum.position(self.hash_key(key))?;
-        Some(self.continuum.owner_at(pos) as usize)
+        match self.scheme {
+            Scheme::Continuum => self.route_hash(self.hash_key(key)),
+            Scheme::Modulo => Some((self.hash_key(key) % self.servers.len() as u32) as usize),
+            Scheme::Rendezvous => {
+                let k = match &self.tag {
+                    Some(t) => t.apply(key),
+                    None => key,
+                };
+                rendezvous::owner(&self.nodes, k)
+            }
+        }
     }
 
     /// One server with points: every key is its, so no key is hashed (libmemcached does the
-    /// same: `_generate_hash_wrapper` in libmemcached/hash.cc returns 0 for one server). The
-    /// md5 of a key is ~670 of the ~8,700 user-space instructions of an async get (callgrind).
+    /// same: `_generate_hash_wrapper` in libmemcached/hash.cc returns 0 for one server; so do
+    /// gomemcache's `PickServer` and every modulo by 1). The md5 of a key is ~670 of the ~8,700
+    /// user-space instructions of an async get (callgrind).
     #[inline]
     fn single(&self) -> bool {
-        self.servers.len() == 1 && self.continuum.len() > 0
+        self.servers.len() == 1 && !self.is_empty()
     }
 
     /// Route many keys: calls `f(i, server index)` for each `keys[i]`, in order. Same answers
@@ -330,7 +384,7 @@ impl Ring {
     /// ring.route_each(&keys, |i, server| assert_eq!(Some(server), ring.route(keys[i])));
     /// ```
     pub fn route_each(&self, keys: &[&[u8]], mut f: impl FnMut(usize, usize)) {
-        if self.continuum.len() == 0 {
+        if self.is_empty() {
             return;
         }
         if self.single() {
@@ -343,7 +397,7 @@ impl Ring {
                 None => k.len(),
             }
         };
-        let batchable = self.hash == KeyHash::Md5 && self.flavor != Flavor::Dalli;
+        let batchable = self.routes_by_md5();
         let mut i = 0;
         while i < keys.len() {
             if batchable
@@ -358,8 +412,8 @@ impl Ring {
                 });
                 let hashes = crate::ring::md5x4::md5_first_words(ks);
                 for (j, h) in hashes.into_iter().enumerate() {
-                    if let Some(pos) = self.continuum.position(h) {
-                        f(i + j, self.continuum.owner_at(pos) as usize);
+                    if let Some(s) = self.route_hash(h) {
+                        f(i + j, s);
                     }
                 }
                 i += 4;
@@ -372,11 +426,25 @@ impl Ring {
         }
     }
 
-    /// Index of the server whose point a key hash lands on (for callers that hashed already).
+    /// Whether a key's server follows from the first word of the md5 of the (tagged) key
+    /// alone, so that callers may hash keys in batches and call [`Ring::route_hash`].
+    pub(crate) fn routes_by_md5(&self) -> bool {
+        self.hash == KeyHash::Md5
+            && self.flavor != Flavor::Dalli
+            && self.scheme != Scheme::Rendezvous
+    }
+
+    /// Index of the server a key hash picks (for callers that hashed already; not for the
+    /// rendezvous flavor, whose score hashes the server's name with the key).
     #[inline]
     pub(crate) fn route_hash(&self, hash: u32) -> Option<usize> {
-        let pos = self.continuum.position(hash)?;
-        Some(self.continuum.owner_at(pos) as usize)
+        match self.scheme {
+            Scheme::Modulo => Some((hash % self.servers.len() as u32) as usize),
+            Scheme::Continuum | Scheme::Rendezvous => {
+                let pos = self.continuum.position(hash)?;
+                Some(self.continuum.owner_at(pos) as usize)
+            }
+        }
     }
 
     /// The server that owns `key`.
@@ -385,7 +453,8 @@ impl Ring {
         self.route(key).map(|i| &self.servers[i])
     }
 
-    /// The continuum point a key lands on (`None` only for an empty ring).
+    /// The continuum point a key lands on (`None` for an empty ring, and for the flavors
+    /// without a continuum: modulo, rendezvous).
     pub fn point_for(&self, key: &[u8]) -> Option<u32> {
         let pos = self.continuum.position(self.hash_key(key))?;
         Some(self.continuum.point_at(pos))
@@ -393,6 +462,9 @@ impl Ring {
 
     /// Distinct servers in ring order starting at the key's owner: the owner first, then each
     /// server the first time the walk meets one of its points. For failover and replicas.
+    /// Without a continuum: under modulo the servers after the owner in list order, wrapping;
+    /// under rendezvous the servers by falling score (the order in which pymemcache would
+    /// pick them as servers are removed).
     pub fn distinct_servers<'r>(&'r self, key: &[u8]) -> DistinctServers<'r> {
         DistinctServers {
             walk: self.distinct_indexes(key),
@@ -401,17 +473,32 @@ impl Ring {
 
     /// [`Ring::distinct_servers`] as indexes into [`Ring::servers`].
     pub fn distinct_indexes<'r>(&'r self, key: &[u8]) -> DistinctIndexes<'r> {
-        let start = self.continuum.position(self.hash_key(key));
+        let n = self.servers.len();
+        let (start, left, ranked) = match self.scheme {
+            Scheme::Continuum => {
+                let start = self.continuum.position(self.hash_key(key));
+                let left = match start {
+                    Some(_) => self.point_counts.iter().filter(|&&c| c > 0).count(),
+                    None => 0,
+                };
+                (start.unwrap_or(0), left, Vec::new())
+            }
+            Scheme::Modulo => (self.route(key).unwrap_or(0), n, Vec::new()),
+            Scheme::Rendezvous => {
+                let k = match &self.tag {
+                    Some(t) => t.apply(key),
+                    None => key,
+                };
+                (0, n, rendezvous::ranking(&self.nodes, k))
+            }
+        };
         DistinctIndexes {
             ring: self,
-            start: start.unwrap_or(0),
+            start,
             step: 0,
-            seen: vec![0u64; self.servers.len().div_ceil(64)],
-            left: if start.is_some() {
-                self.point_counts.iter().filter(|&&c| c > 0).count()
-            } else {
-                0
-            },
+            seen: vec![0u64; n.div_ceil(64)],
+            left,
+            ranked,
         }
     }
 }
@@ -438,11 +525,33 @@ pub struct DistinctIndexes<'r> {
     step: usize,
     seen: Vec<u64>,
     left: usize,
+    /// The rendezvous order, whole (empty for the other schemes).
+    ranked: Vec<usize>,
 }
 
 impl Iterator for DistinctIndexes<'_> {
     type Item = usize;
     fn next(&mut self) -> Option<usize> {
+        match self.ring.scheme {
+            Scheme::Continuum => self.next_on_continuum(),
+            Scheme::Modulo => {
+                let n = self.ring.servers.len();
+                (self.step < n).then(|| {
+                    self.step += 1;
+                    (self.start + self.step - 1) % n
+                })
+            }
+            Scheme::Rendezvous => {
+                let i = self.ranked.get(self.step).copied();
+                self.step += 1;
+                i
+            }
+        }
+    }
+}
+
+impl DistinctIndexes<'_> {
+    fn next_on_continuum(&mut self) -> Option<usize> {
         let n = self.ring.continuum.len();
         // Dalli's lookup takes the last point at or below the hash, so its clockwise walk goes
         // downwards through the points; every other flavor walks upwards.
@@ -463,6 +572,24 @@ impl Iterator for DistinctIndexes<'_> {
             }
         }
         None
+    }
+}
+
+/// spymemcached's hash `h` of `key` (`DefaultHashAlgorithm`): the FNV variants over the key's
+/// UTF-16 code units, with the low 32 bits of the 64-bit constants where they are 64-bit;
+/// every other hash as libhashkit has it (its crc and md5 read the UTF-8 bytes, as
+/// spymemcached's `CRC_HASH` and `KETAMA_HASH` do).
+fn spymemcached_hash(h: KeyHash, key: &[u8]) -> u32 {
+    const INIT_64: u32 = 0x8422_2325;
+    const PRIME_64: u32 = 0x0000_01b3;
+    const INIT_32: u32 = 0x811c_9dc5;
+    const PRIME_32: u32 = 0x0100_0193;
+    match h {
+        KeyHash::Fnv1_64 => fnv1_chars(key, INIT_64, PRIME_64),
+        KeyHash::Fnv1a_64 => fnv1a_chars(key, INIT_64, PRIME_64),
+        KeyHash::Fnv1_32 => fnv1_chars(key, INIT_32, PRIME_32),
+        KeyHash::Fnv1a_32 => fnv1a_chars(key, INIT_32, PRIME_32),
+        other => other.hash(key),
     }
 }
 

@@ -31,6 +31,19 @@ pub(crate) fn node_key(s: &Server) -> String {
     }
 }
 
+/// The AWS ElastiCache Java client's node key for `s`: as spymemcached's, except that the
+/// client rebuilds each address from its IP (`NodeEndPoint`), so a host name found in the
+/// hosts file gives the bare `ip:port` (`localhost:11211` is `127.0.0.1:11211`).
+pub(crate) fn aws_node_key(s: &Server) -> String {
+    match s.host.parse::<IpAddr>() {
+        Ok(_) => node_key(s),
+        Err(_) => match lookup_hosts_file(&s.host) {
+            Some(ip) => format!("{}:{}", java_ip_text(ip, true), s.port),
+            None => format!("{}/<unresolved>:{}", s.host, s.port),
+        },
+    }
+}
+
 /// `InetAddress.getHostAddress()`, IPv6 in brackets when `bracket_v6` (as
 /// `InetSocketAddress.toString` writes it since JDK 14).
 fn java_ip_text(ip: IpAddr, bracket_v6: bool) -> String {
@@ -99,6 +112,13 @@ mod tests {
         assert_eq!(key("[::1]:11211"), "[0:0:0:0:0:0:0:1]:11211");
         assert_eq!(key("[2001:db8::1]:5"), "[2001:db8:0:0:0:0:0:1]:5");
         assert_eq!(key("[::ffff:10.0.0.1]:7"), "10.0.0.1:7");
+        let aws = |a: &str| aws_node_key(&a.parse::<Server>().unwrap());
+        assert_eq!(aws("localhost:11211"), "127.0.0.1:11211");
+        assert_eq!(aws("10.0.1.1:11211"), "10.0.1.1:11211");
+        assert_eq!(
+            aws("no-such-host.invalid:5"),
+            "no-such-host.invalid/<unresolved>:5"
+        );
     }
 
     #[test]
