@@ -284,7 +284,8 @@ const PLACEMENT_NEUTRAL: &[&str] = &[
 ];
 
 /// Read a libmemcached configuration string (`memcached()` / `memcached_parse_configuration`):
-/// `--SERVER=host[:port][/?weight]` (repeatable), `--DISTRIBUTION=consistent[,HASH]`,
+/// `--SERVER=host[:port][/?weight]` (repeatable), `--DISTRIBUTION=consistent[,HASH]` or
+/// `modula` (the default when no `--DISTRIBUTION` is given, as in libmemcached),
 /// `--HASH=...`, `--NAMESPACE=...`, `--HASH-WITH-NAMESPACE`, `--REMOVE-FAILED-SERVERS=n`,
 /// `--RETRY-TIMEOUT=s`, `--RCV-TIMEOUT=us`, and the options that do not change placement.
 /// What libmemcached rejects is rejected here too.
@@ -365,9 +366,11 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
                 let mut parts = v.split(',');
                 match parts.next() {
                     Some("consistent") => consistent = true,
+                    // libmemcached's default (memcached.cc: MEMCACHED_DISTRIBUTION_MODULA)
+                    Some("modula") => consistent = false,
                     Some(other) => {
                         return err(format!(
-                            "--DISTRIBUTION={other}: memshard places keys with consistent (ketama) distribution only"
+                            "--DISTRIBUTION={other}: memshard places keys with consistent (ketama) or modula distribution only"
                         ));
                     }
                     None => return err("--DISTRIBUTION needs a value"),
@@ -432,16 +435,16 @@ pub fn libmemcached(config: &str) -> Result<PeerConfig, ConfigError> {
     if servers.is_empty() {
         return err("the configuration string has no --SERVER");
     }
-    if !consistent {
-        return err(
-            "the configuration string has no --DISTRIBUTION=consistent: libmemcached would use modula placement, which memshard does not implement",
-        );
-    }
-    let flavor = if weighted {
+    // Without --DISTRIBUTION libmemcached places keys by modula, as php-memcached and pylibmc
+    // do out of the box: the key hash modulo the server count, weights ignored.
+    let flavor = if !consistent {
+        Flavor::LibmemcachedModula
+    } else if weighted {
         Flavor::Libmemcached
     } else {
         Flavor::LibmemcachedUnweighted
     };
+    let point_hash = point_hash.filter(|_| consistent);
     Ok(PeerConfig {
         servers,
         flavor,
@@ -525,6 +528,28 @@ mod tests {
         let e = libmemcached_error("--RETRY-TIMEOUT=86401");
         assert!(
             e.contains("--RETRY-TIMEOUT") && e.contains("give 0 to 86400 s"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn without_a_distribution_libmemcached_places_by_modula() {
+        let cfg = libmemcached("--SERVER=10.0.0.1/?3 --SERVER=10.0.0.2:11212").expect("modula");
+        assert_eq!(cfg.flavor, Flavor::LibmemcachedModula);
+        assert_eq!(cfg.hash, KeyHash::OneAtATime);
+        assert_eq!(cfg.point_hash, None);
+        let cfg = libmemcached("--SERVER=10.0.0.1 --DISTRIBUTION=modula --HASH=MD5").expect("md5");
+        assert_eq!(
+            (cfg.flavor, cfg.hash),
+            (Flavor::LibmemcachedModula, KeyHash::Md5)
+        );
+        // the last --DISTRIBUTION counts
+        let cfg = libmemcached("--DISTRIBUTION=modula --SERVER=10.0.0.1 --DISTRIBUTION=consistent")
+            .expect("consistent");
+        assert_eq!(cfg.flavor, Flavor::LibmemcachedUnweighted);
+        let e = libmemcached("--SERVER=10.0.0.1 --DISTRIBUTION=random").expect_err("random");
+        assert!(
+            e.to_string().contains("consistent (ketama) or modula"),
             "{e}"
         );
     }

@@ -47,11 +47,27 @@ pub fn text(p: &Plan) -> String {
         .iter()
         .filter(|s| s.weight_after.is_some())
         .count();
+    // The flavor's own row is the "ketama" method; under a modulo or rendezvous flavor it is
+    // named after the flavor, so that no one reads a modulo peer's cost as ketama's.
+    let ketama = p
+        .flavor
+        .parse::<memshard::Flavor>()
+        .map_or(true, |f| f.is_ketama());
+    let own = if ketama { "ketama" } else { p.flavor.as_str() };
     let _ = writeln!(
         o,
-        "memshard plan: {} keys, {before} servers -> {after} servers, ketama flavor {}",
-        p.keys, p.flavor
+        "memshard plan: {} keys, {before} servers -> {after} servers, {} flavor {}",
+        p.keys,
+        if ketama { "ketama" } else { "placement" },
+        p.flavor
     );
+    if !ketama {
+        let _ = writeln!(
+            o,
+            "{} is not ketama: adding a server to n moves about n/(n+1) of the keys under modulo, 1/(n+1) under ketama and rendezvous",
+            p.flavor
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -62,7 +78,11 @@ pub fn text(p: &Plan) -> String {
         let _ = writeln!(
             o,
             "{:<12} {:>9} {:>10}  {:>10.3} / {:<9.3}  {:>10.3} / {:<9.3}",
-            m.method.name(),
+            if m.method == Method::Ketama {
+                own
+            } else {
+                m.method.name()
+            },
             pct(m.moved_share),
             m.non_monotone,
             m.imbalance_before.0,
@@ -77,7 +97,7 @@ pub fn text(p: &Plan) -> String {
     );
     if let Some(k) = p.methods.iter().find(|m| m.method == Method::Ketama) {
         let _ = writeln!(o);
-        let _ = writeln!(o, "ketama per server:");
+        let _ = writeln!(o, "{own} per server:");
         let (wb, wa): (u64, u64) = p.servers.iter().fold((0, 0), |(b, a), s| {
             (
                 b + s.weight_before.unwrap_or(0) as u64,
@@ -107,11 +127,7 @@ pub fn text(p: &Plan) -> String {
             );
         }
         let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "ketama moves (from -> to: keys), {} keys moved:",
-            k.moved
-        );
+        let _ = writeln!(o, "{own} moves (from -> to: keys), {} keys moved:", k.moved);
         for (f, t, n) in k.moves.iter().take(20) {
             let flag = if p.servers[*f].unchanged() && p.servers[*t].unchanged() {
                 "  NON-MONOTONE"

@@ -264,7 +264,7 @@ const LMC_HARMLESS: &[&str] = &[
 
 /// One generated configuration string: 1..=20 distinct servers (IPv4 or host names, port
 /// left out / 11211 / other, weight left out / 1 / > 1), `--DISTRIBUTION=consistent[,HASH]`
-/// before, between or after the servers, maybe `--HASH`, `--NAMESPACE` and harmless options,
+/// before, between or after the servers (or `modula`, or none: libmemcached's default modula), maybe `--HASH`, `--NAMESPACE` and harmless options,
 /// in a shuffled order.
 fn random_lmc_config(rng: &mut Rng, i: usize) -> String {
     let n = match i % 5 {
@@ -326,13 +326,18 @@ fn random_lmc_config(rng: &mut Rng, i: usize) -> String {
         1 => n,
         _ => rng.range(0, n as u64) as usize,
     };
-    let dist = if rng.chance(25) {
-        format!("--DISTRIBUTION=consistent,{}", rng.pick(LMC_HASHES))
-    } else {
-        "--DISTRIBUTION=consistent".to_string()
+    // libmemcached's default distribution is modula: no --DISTRIBUTION, or it named
+    let dist = match rng.below(10) {
+        0 | 1 => None,
+        2 => Some("--DISTRIBUTION=modula".to_string()),
+        _ if rng.chance(25) => Some(format!(
+            "--DISTRIBUTION=consistent,{}",
+            rng.pick(LMC_HASHES)
+        )),
+        _ => Some("--DISTRIBUTION=consistent".to_string()),
     };
     let mut opts: Vec<String> = servers[..at].to_vec();
-    opts.push(dist);
+    opts.extend(dist);
     opts.extend_from_slice(&servers[at..]);
     let mut extra = Vec::new();
     if rng.chance(70) {

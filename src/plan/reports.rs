@@ -3,6 +3,7 @@
 
 use super::{Keys, imbalance};
 use crate::hash::{self, KeyHash};
+use crate::ring::flavor::Scheme;
 use crate::ring::{Flavor, Ring, RingError};
 use crate::servers::Server;
 use std::collections::HashMap;
@@ -100,6 +101,18 @@ pub fn compare_flavors(
         })
         .collect();
     let mut reasons = Vec::new();
+    let scheme = |f: Flavor| match f.scheme() {
+        Scheme::Continuum => "on a ketama continuum",
+        Scheme::Modulo => "by the key hash modulo the number of servers",
+        Scheme::Rendezvous => "by rendezvous (the highest score of server and key)",
+    };
+    if a.scheme() != b.scheme() {
+        reasons.push(format!(
+            "placement differs: {a} places keys {}, {b} {}",
+            scheme(a),
+            scheme(b)
+        ));
+    }
     if ra.key_hash() != rb.key_hash() {
         reasons.push(format!(
             "key hash differs: {} hashes keys with {}, {} with {}",
@@ -109,9 +122,12 @@ pub fn compare_flavors(
             rb.key_hash()
         ));
     }
+    // Point counts, names and lookups are a continuum's; without one on both sides they
+    // explain nothing.
+    let both_ketama = a.is_ketama() && b.is_ketama();
     let counts_differ: Vec<&str> = rows
         .iter()
-        .filter(|r| r.1 != r.2)
+        .filter(|r| both_ketama && r.1 != r.2)
         .map(|r| r.0.as_str())
         .collect();
     if !counts_differ.is_empty() {
@@ -123,7 +139,7 @@ pub fn compare_flavors(
         ));
     }
     let names_differ: Vec<&(String, u32, u32, String, String)> =
-        rows.iter().filter(|r| r.3 != r.4).collect();
+        rows.iter().filter(|r| both_ketama && r.3 != r.4).collect();
     if !names_differ.is_empty() {
         let default_port = servers
             .iter()
@@ -141,7 +157,7 @@ pub fn compare_flavors(
             }
         ));
     }
-    if a.point_scheme().1 != b.point_scheme().1 {
+    if both_ketama && a.point_scheme().1 != b.point_scheme().1 {
         reasons.push(format!(
             "points are computed differently: {} takes {:?}, {} takes {:?}",
             a,
@@ -150,7 +166,7 @@ pub fn compare_flavors(
             b.point_scheme().1
         ));
     }
-    if a.ties() != b.ties() || a.search() != b.search() {
+    if both_ketama && (a.ties() != b.ties() || a.search() != b.search()) {
         reasons.push("equal points and keys hashing exactly onto a point are resolved differently (tie order / lookup boundary)".into());
     }
     if reasons.is_empty() && differ == 0 {

@@ -365,8 +365,14 @@ impl Flavor {
 
     /// The first point name of server `s`, e.g. `10.0.1.1-0` (libmemcached, port 11211) or
     /// `10.0.1.1:11211:0` (dalli).
+    /// Under the flavors without a continuum: the server's name in the peer (pymemcache's
+    /// node name, which rendezvous scores hash), or its address under modulo, which names
+    /// nothing.
     pub fn first_point_name(self, s: &Server) -> String {
-        format!("{}{}0", self.point_base(s), self.point_scheme().0)
+        match self.scheme() {
+            Scheme::Continuum => format!("{}{}0", self.point_base(s), self.point_scheme().0),
+            Scheme::Modulo | Scheme::Rendezvous => self.point_base(s),
+        }
     }
 
     /// The separator between server and index in a point name, and how a name becomes points.
