@@ -318,6 +318,11 @@ mod tests {
             parse_retrieval(b"VALUE k 0 101\r\n", 100),
             Err(ParseError::ValueTooLarge { .. })
         ));
+        // exactly the limit is taken
+        assert!(matches!(
+            parse_retrieval(b"VALUE k 0 3\r\nabc\r\n", 3),
+            Ok(Parsed::Done(..))
+        ));
         assert_eq!(
             parse_reply(&vec![b'a'; MAX_LINE + 2]),
             Err(ParseError::LineTooLong)

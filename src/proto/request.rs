@@ -229,3 +229,57 @@ fn push_keys(buf: &mut Vec<u8>, keys: &[&[u8]]) {
     }
     buf.extend_from_slice(b"\r\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_noreply_request_expects_no_reply() {
+        for noreply in [false, true] {
+            let each = [
+                Request::Store {
+                    cmd: StoreCommand::Set,
+                    key: b"k",
+                    flags: 0,
+                    exptime: 0,
+                    value: b"v",
+                    noreply,
+                },
+                Request::Delete { key: b"k", noreply },
+                Request::Arith {
+                    incr: true,
+                    key: b"k",
+                    delta: 1,
+                    noreply,
+                },
+                Request::Touch {
+                    key: b"k",
+                    exptime: 1,
+                    noreply,
+                },
+                Request::FlushAll {
+                    delay: None,
+                    noreply,
+                },
+                Request::Verbosity { level: 1, noreply },
+            ];
+            for r in &each {
+                assert_eq!(r.expects_reply(), !noreply, "{r:?}");
+            }
+        }
+        let keys: &[&[u8]] = &[b"k"];
+        for r in [
+            Request::Get { keys, cas: false },
+            Request::GetAndTouch {
+                exptime: 1,
+                keys,
+                cas: true,
+            },
+            Request::Version,
+            Request::Stats { group: None },
+        ] {
+            assert!(r.expects_reply(), "{r:?}");
+        }
+    }
+}

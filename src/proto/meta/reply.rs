@@ -328,6 +328,17 @@ mod tests {
             parse_meta(b"VA 18446744073709551615\r\n", usize::MAX),
             Err(ParseError::ValueTooLarge { .. })
         ));
+        // the limit exactly is taken, one more byte is refused
+        assert!(matches!(
+            parse_meta(b"VA 3\r\nabc\r\n", 3),
+            Ok(Parsed::Done(MetaItem::Reply(_), 11))
+        ));
+        assert!(matches!(
+            parse_meta(b"VA 4\r\nabcd\r\n", 3),
+            Err(ParseError::ValueTooLarge { .. })
+        ));
+        // numbers are digits only: Rust's parser would take "+5"
+        assert!(parse_meta(b"HD f+5\r\n", 10).is_err());
         assert_eq!(
             parse_meta(&[b'H'; MAX_LINE + 2], 10),
             Err(ParseError::LineTooLong)
