@@ -52,6 +52,27 @@
 //! | `Dalli` | Ruby dalli |
 //! | `HashRing` | Python `hash_ring` |
 //! | `GoKetama` | Go `dgryski/go-ketama` |
+//! | `AwsJavaKetama` | the AWS ElastiCache Java client's `KetamaConnectionFactory` (SHA-384) |
+//! | `MemshardWeighted` | no peer: a monotone weighted ketama of memshard's own |
+//!
+//! The peers' defaults are not ketama (adding a server moves most keys under modulo):
+//!
+//! | [`Flavor`] | peer, out of the box |
+//! |---|---|
+//! | `LibmemcachedModula` | libmemcached, php-memcached, pylibmc, the AWS PHP client: one-at-a-time % servers |
+//! | `SpymemcachedModula` | spymemcached and the AWS Java client `DefaultConnectionFactory`: `String.hashCode` % servers |
+//! | `Pymemcache` | pymemcache `HashClient`: rendezvous with murmur3 |
+//! | `Gomemcache` | Go `bradfitz/gomemcache`: crc32 % servers |
+//!
+//! ```
+//! use memshard::{Flavor, Ring, Server};
+//! let servers = vec![Server::new("10.0.0.1", 11211), Server::new("10.0.0.2", 11211)];
+//! // php-memcached with no options set
+//! let ring = Ring::new(servers, "libmemcached-modula".parse::<Flavor>()?)?;
+//! assert!(!ring.flavor().is_ketama());
+//! assert_eq!(ring.server_for(b"user:42").map(|s| s.addr.as_str()), Some("10.0.0.1:11211"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Layers
 //!

@@ -597,6 +597,104 @@ fn spymemcached_hash(h: KeyHash, key: &[u8]) -> u32 {
 mod tests {
     use super::*;
 
+    fn four() -> Vec<Server> {
+        (1..=4)
+            .map(|i| Server::new(format!("10.0.0.{i}"), 11211).with_weight(i))
+            .collect()
+    }
+
+    #[test]
+    fn rings_without_a_continuum_route_every_key_and_walk_every_server() {
+        let keys: Vec<Vec<u8>> = (0..200).map(|i| format!("key:{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        for f in [
+            Flavor::LibmemcachedModula,
+            Flavor::SpymemcachedModula,
+            Flavor::Pymemcache,
+            Flavor::Gomemcache,
+        ] {
+            let ring = Ring::new(four(), f).expect("ring");
+            assert!(!ring.is_empty() && ring.len() == 0, "{f}");
+            assert_eq!(ring.point_counts(), &[0, 0, 0, 0], "{f}");
+            assert_eq!(ring.point_for(b"k"), None, "{f}");
+            let mut seen = [0usize; 4];
+            ring.route_each(&refs, |i, s| {
+                assert_eq!(Some(s), ring.route(refs[i]), "{f}");
+                seen[s] += 1;
+            });
+            // weights are ignored: each server gets about a quarter, none is left out
+            assert!(
+                seen.iter().all(|&n| (25..=75).contains(&n)),
+                "{f}: {seen:?}"
+            );
+            for k in &refs {
+                let walk: Vec<usize> = ring.distinct_indexes(k).collect();
+                assert_eq!(walk[0], ring.route(k).expect("owner"), "{f}");
+                let mut sorted = walk.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, [0, 1, 2, 3], "{f}: {walk:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn modulo_walks_the_list_from_the_owner_and_rendezvous_by_falling_score() {
+        let ring = Ring::new(four(), Flavor::Gomemcache).expect("ring");
+        let owner = ring.route(b"a").expect("owner");
+        let walk: Vec<usize> = ring.distinct_indexes(b"a").collect();
+        assert_eq!(walk, (0..4).map(|i| (owner + i) % 4).collect::<Vec<_>>());
+        let ring = Ring::new(four(), Flavor::Pymemcache).expect("ring");
+        for k in [&b"a"[..], b"b", b"user:42"] {
+            let walk: Vec<usize> = ring.distinct_indexes(k).collect();
+            // without its owner, pymemcache's next pick is the walk's second server
+            let rest = Ring::new(
+                walk[1..]
+                    .iter()
+                    .map(|&i| ring.servers()[i].clone())
+                    .collect(),
+                Flavor::Pymemcache,
+            )
+            .expect("ring");
+            assert_eq!(
+                rest.server_for(k).map(|s| &s.addr),
+                Some(&ring.servers()[walk[1]].addr)
+            );
+        }
+    }
+
+    #[test]
+    fn a_hash_the_peer_does_not_offer_is_refused_with_the_ones_it_does() {
+        let e = Ring::with_options(
+            four(),
+            Flavor::SpymemcachedModula,
+            Some(KeyHash::Hsieh),
+            None,
+        )
+        .expect_err("spymemcached has no hsieh");
+        let text = e.to_string();
+        assert!(
+            text.contains("native") && text.contains("fnv1a_32") && !text.contains("hsieh,"),
+            "{text}"
+        );
+        assert!(matches!(e, RingError::HashNotOffered { .. }), "{e:?}");
+        let e = Ring::with_options(
+            four(),
+            Flavor::LibmemcachedModula,
+            Some(KeyHash::Native),
+            None,
+        )
+        .expect_err("libmemcached has no Java hash");
+        assert!(matches!(e, RingError::HashNotOffered { .. }), "{e:?}");
+        for h in [KeyHash::Md5, KeyHash::Crc32, KeyHash::Fnv1a_64] {
+            Ring::with_options(four(), Flavor::SpymemcachedModula, Some(h), None).expect("offered");
+            Ring::with_options(four(), Flavor::LibmemcachedModula, Some(h), None).expect("offered");
+        }
+        assert!(matches!(
+            Ring::with_options(four(), Flavor::Gomemcache, Some(KeyHash::Md5), None),
+            Err(RingError::HashNotConfigurable { .. })
+        ));
+    }
+
     #[test]
     fn too_many_points_say_what_to_change_for_the_flavor() {
         let many: Vec<Server> = (0..50_001)
