@@ -383,9 +383,22 @@ impl Error {
         )
     }
 
-    /// True for errors after which the server may be unhealthy (I/O, timeout, protocol,
-    /// pool checkout), as opposed to errors about the request itself.
+    /// True for every error that means a server could not answer: I/O, timeout, protocol,
+    /// a pool that could not connect, and [`Error::ServerDown`] (a server already marked down),
+    /// as opposed to errors about the request itself (key, value, settings, TLS or
+    /// credentials). A service can serve from its source of truth on these.
     pub fn is_server_failure(&self) -> bool {
+        self.counts_against_server() || matches!(self, Error::ServerDown { .. })
+    }
+
+    /// [`Error::is_server_failure`], the name a service may look for first.
+    pub fn is_unavailable(&self) -> bool {
+        self.is_server_failure()
+    }
+
+    /// An error that comes from talking to the server and counts toward marking it down
+    /// (not [`Error::ServerDown`]: nothing was sent).
+    pub(crate) fn counts_against_server(&self) -> bool {
         matches!(
             self,
             Error::Io { .. }
@@ -415,6 +428,32 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
     use std::error::Error as _;
+
+    #[test]
+    fn a_server_marked_down_is_a_server_failure_that_counts_nothing_against_it() {
+        let down = Error::ServerDown {
+            server: "10.0.0.1:11211".into(),
+            retry_in: Duration::from_secs(1),
+        };
+        assert!(down.is_server_failure() && down.is_unavailable());
+        assert!(!down.counts_against_server());
+        let io = Error::Io {
+            server: "10.0.0.1:11211".into(),
+            op: "read",
+            kind: io::ErrorKind::ConnectionReset,
+            message: "reset".into(),
+            source: Arc::new(io::ErrorKind::ConnectionReset.into()),
+        };
+        assert!(io.is_server_failure() && io.counts_against_server());
+        let busy = Error::Pool {
+            server: "10.0.0.1:11211".into(),
+            message: "busy".into(),
+            exhausted: true,
+        };
+        assert!(!busy.is_server_failure());
+        let key = Error::invalid_key(b"", crate::proto::KeyError::Empty);
+        assert!(!key.is_server_failure() && !key.is_unavailable());
+    }
 
     #[test]
     fn timeouts_are_one_millisecond_to_a_day() {

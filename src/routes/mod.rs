@@ -262,7 +262,7 @@ impl State {
 /// Whether `e` means the copy could not be reached (the route may use the other pool), rather
 /// than an answer that would be the same on the other pool.
 pub(crate) fn is_failure(e: &Error) -> bool {
-    e.is_server_failure() || matches!(e, Error::ServerDown { .. })
+    e.is_server_failure()
 }
 
 /// One write's results on two copies, `preferred` (whose result the caller gets) and `other`:

@@ -30,7 +30,7 @@ impl<P: ServerPool> Core<P> {
     pub(crate) fn observe(&self, m: &Arc<Member<P>>, err: Option<&Error>) -> bool {
         let t = match err {
             None | Some(Error::Server { .. }) => m.health.success(),
-            Some(e) if e.is_server_failure() => {
+            Some(e) if e.counts_against_server() => {
                 m.health
                     .failure(&self.failures.policy, self.failures.epoch, Instant::now())
             }
