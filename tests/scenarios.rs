@@ -84,6 +84,7 @@ macro_rules! core_scenarios {
             bounded::get_multi_with_values_repeated_endlessly_stops_at_the_keys_asked,
             membership::set_servers_adds_a_server,
             values::typed_values_go_through_the_clients_codec,
+            values::typed_values_read_back_with_default_settings,
             values::values_a_codec_cannot_handle_are_typed_errors,
             values::expiry_beyond_thirty_days_is_kept,
         );

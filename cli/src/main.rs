@@ -213,8 +213,9 @@ struct GetArgs {
     net: NetArgs,
     #[command(flatten)]
     routes: routed::RouteFlags,
-    /// Decode each value as this peer stores it: raw, php-memcached, pylibmc, dalli,
-    /// spymemcached, node-memcached (default: print the stored bytes).
+    /// Decode each value as this peer stores it: raw, memshard (the library's own layout),
+    /// php-memcached, pylibmc, dalli, spymemcached, node-memcached (default: print the stored
+    /// bytes).
     #[arg(long, value_name = "CODEC", value_parser = values::parse_codec)]
     codec: Option<memshard::value::Codec>,
     /// Print one JSON object per hit: {"key","flags","type","value"} (bytes and serialized
@@ -239,8 +240,9 @@ struct SetArgs {
     /// Client flags stored with the values.
     #[arg(long, default_value_t = 0, conflicts_with_all = ["codec", "value_type"])]
     flags: u32,
-    /// Store each value as this peer stores a value of --type: raw, php-memcached, pylibmc,
-    /// dalli, spymemcached, node-memcached (flags and bytes from the codec).
+    /// Store each value as this peer stores a value of --type: raw (the default), memshard (the
+    /// library's own layout), php-memcached, pylibmc, dalli, spymemcached, node-memcached (flags
+    /// and bytes from the codec).
     #[arg(long, value_name = "CODEC", value_parser = values::parse_codec)]
     codec: Option<memshard::value::Codec>,
     /// The type of VALUE (with --codec; default string): bytes are given in hex, floats also
@@ -633,7 +635,7 @@ fn get(a: GetArgs) -> Result<(), Failure> {
                     out.write_all(b"\n")?;
                 }
                 Ok(Some(item)) => {
-                    let codec = a.codec.unwrap_or_default();
+                    let codec = a.codec.unwrap_or(memshard::value::Codec::Raw);
                     match memshard::value::decode(
                         codec,
                         item.flags,
@@ -720,7 +722,7 @@ fn set(a: SetArgs) -> Result<(), Failure> {
     let (mut stored, mut failed) = (0usize, 0usize);
     let expiry = ttl_expiry(a.ttl);
     if a.codec.is_some() || a.value_type.is_some() {
-        let codec = a.codec.unwrap_or_default();
+        let codec = a.codec.unwrap_or(memshard::value::Codec::Raw);
         let ty = a.value_type.unwrap_or(values::ValueType::String);
         for (k, v) in &items {
             let shown = String::from_utf8_lossy(k);

@@ -61,6 +61,7 @@
 
 mod compress;
 mod dalli;
+mod native;
 mod node;
 mod php;
 mod php_float;
@@ -186,8 +187,12 @@ impl fmt::Display for Encoding {
 /// Which peer's layout the flags and payload follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Codec {
-    /// No interpretation: every payload is [`Value::Bytes`].
+    /// memshard's own layout, version 1 (the default): text, bytes and integers as they are
+    /// (flags 0), every other typed value as JSON (flags 6, php-memcached's JSON type). Every
+    /// value written reads back as the same type; see the table at the top of this module.
     #[default]
+    Memshard,
+    /// No interpretation: every payload is [`Value::Bytes`].
     Raw,
     /// php-memcached 3.2 (`php_memcached.c`).
     PhpMemcached,
@@ -202,8 +207,9 @@ pub enum Codec {
 }
 
 impl Codec {
-    /// Every codec, raw first, then each peer's.
-    pub const ALL: [Codec; 6] = [
+    /// Every codec: memshard's own and raw first, then each peer's.
+    pub const ALL: [Codec; 7] = [
+        Codec::Memshard,
         Codec::Raw,
         Codec::PhpMemcached,
         Codec::Pylibmc,
@@ -212,10 +218,11 @@ impl Codec {
         Codec::NodeMemcached,
     ];
 
-    /// The codec's name on the command line: `raw`, `php-memcached`, `pylibmc`, `dalli`,
-    /// `spymemcached`, `node-memcached`.
+    /// The codec's name on the command line: `memshard`, `raw`, `php-memcached`, `pylibmc`,
+    /// `dalli`, `spymemcached`, `node-memcached`.
     pub fn name(self) -> &'static str {
         match self {
+            Codec::Memshard => "memshard",
             Codec::Raw => "raw",
             Codec::PhpMemcached => "php-memcached",
             Codec::Pylibmc => "pylibmc",
@@ -234,7 +241,9 @@ impl fmt::Display for Codec {
 
 /// A codec name that is not one of [`Codec::ALL`]'s.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown codec {0:?} (raw, php-memcached, pylibmc, dalli, spymemcached, node-memcached)")]
+#[error(
+    "unknown codec {0:?} (memshard, raw, php-memcached, pylibmc, dalli, spymemcached, node-memcached)"
+)]
 pub struct UnknownCodec(pub String);
 
 impl FromStr for Codec {
@@ -317,6 +326,7 @@ pub fn decode(
         });
     }
     match codec {
+        Codec::Memshard => native::decode(flags, payload),
         Codec::Raw => Ok(Value::Bytes(payload.to_vec())),
         Codec::PhpMemcached => php::decode(flags, payload, max_value),
         Codec::Pylibmc => pylibmc::decode(flags, payload, max_value),
@@ -334,6 +344,7 @@ pub(crate) fn encode(
     max_value: usize,
 ) -> Result<Encoded, ValueError> {
     let (flags, bytes) = match t.codec() {
+        Codec::Memshard => native::encode(value)?,
         Codec::Raw => raw_encode(value)?,
         Codec::PhpMemcached => php::encode(value, t.php_options(), max_value)?,
         Codec::Pylibmc => pylibmc::encode(value, t.pylibmc_options(), max_value)?,

@@ -321,15 +321,37 @@ impl<T: serde::Serialize> ToValue for Json<T> {
     }
 }
 
+/// Text and bytes are read as JSON when they are JSON (the raw codec and memshard's layout store
+/// a serde value whose JSON is a number or text as plain bytes), else as a JSON string.
 #[cfg(feature = "serde")]
 impl<T: serde::de::DeserializeOwned> FromValue for Json<T> {
     fn from_value(value: Value) -> Result<Self, ValueError> {
-        let j = serde_json::Value::from_value(value)?;
-        serde_json::from_value(j)
-            .map(Json)
-            .map_err(|e| ValueError::Type {
-                expected: std::any::type_name::<T>(),
-                found: format!("JSON that does not fit: {e}"),
-            })
+        let misfit = |e: serde_json::Error| ValueError::Type {
+            expected: std::any::type_name::<T>(),
+            found: format!("JSON that does not fit: {e}"),
+        };
+        let text = match value {
+            Value::Bytes(b) => match String::from_utf8(b) {
+                Ok(s) => s,
+                Err(e) => {
+                    return serde_json::from_slice(e.as_bytes())
+                        .map(Json)
+                        .map_err(misfit);
+                }
+            },
+            Value::String(s) => s,
+            other => {
+                let j = serde_json::Value::from_value(other)?;
+                return serde_json::from_value(j).map(Json).map_err(misfit);
+            }
+        };
+        // the text as JSON first (`42`, `{"a":1}`), then as a JSON string (`ada`, or `42`
+        // for a `String` field)
+        match serde_json::from_str(&text) {
+            Ok(v) => Ok(Json(v)),
+            Err(first) => serde_json::from_value(serde_json::Value::String(text))
+                .map(Json)
+                .map_err(|_| misfit(first)),
+        }
     }
 }

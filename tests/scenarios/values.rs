@@ -59,6 +59,67 @@ pub async fn typed_values_go_through_the_clients_codec<C: Api>() {
     assert_eq!(m.get_as::<i64>("t:absent").await.unwrap(), None);
 }
 
+/// With the default settings every typed value reads back as the type written: a serde
+/// struct through `Json`, `None`, a float, a bool, text, bytes and integers (memshard's own
+/// layout: flags 0 for text, bytes and digits, flags 6 JSON for the rest).
+pub async fn typed_values_read_back_with_default_settings<C: Api>() {
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug, Clone)]
+    struct User {
+        name: String,
+        age: u32,
+        tags: Vec<String>,
+    }
+    use memshard::value::Json;
+    let s = Memcached::start(LO, 0, "");
+    let m = build::<C>(|b| b.server_list(&s.addr()));
+    let user = User {
+        name: "Ada Lovelace".into(),
+        age: 36,
+        tags: vec!["é".into(), "42".into()],
+    };
+    let t = Duration::from_secs(300);
+    assert_eq!(
+        m.set_value("d:user", &Json(&user), t).await.unwrap(),
+        StoreOutcome::Stored
+    );
+    assert_eq!(
+        m.get_as::<Json<User>>("d:user").await.unwrap(),
+        Some(Json(user))
+    );
+    let item = m.get("d:user").await.unwrap().expect("stored");
+    assert_eq!(item.flags, 6, "JSON, php-memcached's JSON type");
+    m.set_value("d:none", &Option::<Json<User>>::None, t)
+        .await
+        .unwrap();
+    assert_eq!(
+        m.get_as::<Option<Json<User>>>("d:none").await.unwrap(),
+        Some(None)
+    );
+    m.set_value("d:f", &0.1f64, t).await.unwrap();
+    assert_eq!(m.get_as::<f64>("d:f").await.unwrap(), Some(0.1));
+    m.set_value("d:b", &false, t).await.unwrap();
+    assert_eq!(m.get_as::<bool>("d:b").await.unwrap(), Some(false));
+    m.set_value("d:s", "42", t).await.unwrap();
+    assert_eq!(m.get_as::<String>("d:s").await.unwrap(), Some("42".into()));
+    m.set_value("d:n", &-7i64, t).await.unwrap();
+    assert_eq!(m.get_as::<i64>("d:n").await.unwrap(), Some(-7));
+    // integers are digits: incr counts them and get_as reads the count
+    m.set_value("d:count", &41u64, t).await.unwrap();
+    assert_eq!(m.incr("d:count", 1).await.unwrap(), Some(42));
+    assert_eq!(m.get_as::<u64>("d:count").await.unwrap(), Some(42));
+    m.set_value("d:bytes", &vec![0u8, 255], t).await.unwrap();
+    let item = m.get("d:bytes").await.unwrap().expect("stored");
+    assert_eq!(
+        (item.flags, &item.value[..]),
+        (0, &[0u8, 255][..]),
+        "bytes stay raw"
+    );
+    // what could not be read back is refused before anything is sent
+    let e = m.set_value("d:nan", &f64::NAN, t).await;
+    assert!(matches!(value_error(e), ValueError::Unsupported { .. }));
+    assert_eq!(s.raw_get(b"d:nan"), None, "nothing was sent");
+}
+
 /// A type the peer cannot store is refused before anything is sent (spymemcached cannot
 /// store null: `BaseSerializingTranscoder.java:96-98`); a payload whose flags promise what it
 /// does not hold, and a compressed payload announcing more than the maximum value size, are
