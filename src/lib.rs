@@ -140,7 +140,7 @@ pub mod watch;
 pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::hotkeys::{HotKey, HotKeys};
-pub use crate::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+pub use crate::outcome::{CacheAsideStats, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
 pub use crate::ring::{hash, servers};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -12,6 +12,7 @@
 //! | `memshard_pool_wait_seconds` | histogram | `server` |
 //! | `memshard_ejections_total` | counter | `server` (a server marked down) |
 //! | `memshard_retries_total` | counter | `server` (probes of a down server) |
+//! | `memshard_served_without_cache_total` | counter | `server` (`get_or_compute` answered by its recompute because the server could not) |
 //! | `memshard_hot_key_requests` | gauge | `key` (with [`HotKeys`](crate::HotKeys): the top keys' counts, every 4,096 counted reads and on each `hot_keys()`; 0 once a key leaves the top) |
 #![allow(unused_variables)]
 
@@ -115,6 +116,22 @@ pub(crate) fn pool_wait(server: &str, waited: Duration) {
 pub(crate) fn ejected(server: &str) {
     #[cfg(feature = "metrics")]
     metrics::counter!("memshard_ejections_total", "server" => server.to_string()).increment(1);
+}
+
+/// `get_or_compute` answered `key` by its recompute because `server` could not (`e`): a
+/// warning, since every such call loads the source of truth.
+#[inline]
+pub(crate) fn served_without_cache(server: &str, key: &[u8], e: &Error) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("memshard_served_without_cache_total", "server" => server.to_string())
+        .increment(1);
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        server,
+        key = %String::from_utf8_lossy(key),
+        error = %e,
+        "memshard: the cache could not answer; the recompute did"
+    );
 }
 
 /// The count of a hot `key` (0: no longer among the hottest).

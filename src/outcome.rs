@@ -62,3 +62,17 @@ pub enum TouchOutcome {
 
 /// A server's statistics as `(name, value)` pairs.
 pub type Stats = Vec<(String, String)>;
+
+/// What `get_or_compute` and `get_or_compute_as` did since the client was built: how often
+/// the recompute ran, and how often it answered because the cache could not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheAsideStats {
+    /// Recomputes run (after a miss, an early recache, or a cache that could not answer).
+    pub recomputes: u64,
+    /// Calls the cache could not answer (server down, timeout, refused connection, I/O
+    /// error), answered by the recompute instead of failing.
+    pub served_without_cache: u64,
+    /// Recomputes that found no value (`Ok(None)`), kept for the negative TTL.
+    pub negative_stored: u64,
+}

@@ -641,3 +641,173 @@ fn a_hot_key_under_load_costs_one_backend_call_per_expiry() {
     );
     assert!(protected <= secs + 1, "{protected} calls in {secs} s");
 }
+
+/// A row that is not there: 20 async callers of `get_or_compute_as::<Option<Json<_>>>` at once.
+/// The winner's `Ok(None)` is stored for the negative TTL (5 s by default) and shared with the
+/// waiting callers: every caller gets `None`, the source is loaded at most twice (once; a
+/// second load only if a caller came after a lease ended), and the next caller loads nothing.
+#[test]
+fn twenty_callers_of_a_missing_row_share_one_load_of_none() {
+    use memshard::value::Json;
+    if !require("memcached") {
+        return;
+    }
+    #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+    struct Row {
+        id: u64,
+    }
+    let m = Memcached::start(IP, 0, "");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let loads = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let c = rt.block_on(async {
+        let c = memshard::aio::Client::builder()
+            .server_list(&m.addr())
+            .unwrap()
+            .pool_size(32)
+            .build()
+            .unwrap();
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let (c, loads) = (c.clone(), loads.clone());
+                tokio::spawn(async move {
+                    let started = Instant::now();
+                    let r = c
+                        .get_or_compute_as("row:404", Duration::from_secs(60), || async {
+                            loads.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            Ok::<Option<Json<Row>>, std::io::Error>(None)
+                        })
+                        .await;
+                    (r, started.elapsed())
+                })
+            })
+            .collect();
+        let mut slowest = Duration::ZERO;
+        for t in tasks {
+            let (r, took) = t.await.unwrap();
+            assert_eq!(r.expect("no error"), None);
+            slowest = slowest.max(took);
+        }
+        eprintln!(
+            "20 callers of a missing row: {} loads, slowest answer {slowest:?} (a load takes 300 ms)",
+            loads.load(Ordering::SeqCst)
+        );
+        c
+    });
+    let n = loads.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&n), "{n} loads");
+    assert_ttl(&m, "row:404", 5);
+    // within the negative TTL the next caller loads nothing
+    let again = rt.block_on(
+        c.get_or_compute_as("row:404", Duration::from_secs(60), || async {
+            loads.fetch_add(1, Ordering::SeqCst);
+            Ok::<Option<Json<Row>>, std::io::Error>(Some(Json(Row { id: 1 })))
+        }),
+    );
+    assert_eq!(again.unwrap(), None);
+    assert_eq!(loads.load(Ordering::SeqCst), n);
+    assert_eq!(c.cache_aside_stats().negative_stored, 1);
+    eprintln!("total {:?}", started.elapsed());
+}
+
+/// One of three servers stopped (SIGSTOP) under a loop of `get_or_compute_as` over keys on
+/// every server, on both clients: no call fails, every value is right, and the calls the
+/// stopped server could not answer are counted as answered by the recompute. A plain `get` of
+/// the stopped server's keys fails with an error that `is_server_failure()`. Servers on
+/// 127.0.17.2 to 127.0.17.4.
+#[test]
+fn a_stopped_server_fails_no_get_or_compute_call() {
+    if !require("memcached") {
+        return;
+    }
+    let servers: Vec<Memcached> = (2..=4)
+        .map(|i| Memcached::start(Ipv4Addr::new(127, 0, 17, i), 0, ""))
+        .collect();
+    let list: String = servers.iter().map(|s| format!("{}\n", s.addr())).collect();
+    let value_of = |k: &str| format!("v:{k}");
+    let keys: Vec<String> = (0..600).map(|i| format!("aside:{i}")).collect();
+    let stopped = &servers[1];
+    // a short read timeout: the stopped server's first calls wait for it, then it is down
+    let policy = memshard::FailurePolicy::default().with_retry_timeout(Duration::from_secs(30));
+    let blocking = Client::builder()
+        .server_list(&list)
+        .unwrap()
+        .read_timeout(Duration::from_millis(200))
+        .failure_policy(policy.clone())
+        .build()
+        .unwrap();
+    let owned_by_stopped: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            blocking.ring().server_for(k.as_bytes()).map(|s| &s.addr) == Some(&stopped.addr())
+        })
+        .collect();
+    assert!(owned_by_stopped.len() > 100, "keys on every server");
+    stopped.signal("STOP");
+    let mut errors = 0;
+    for k in &keys {
+        match blocking.get_or_compute_as(k, Duration::from_secs(60), || {
+            Ok::<_, std::io::Error>(value_of(k))
+        }) {
+            Ok(v) => assert_eq!(v, value_of(k)),
+            Err(e) => {
+                eprintln!("blocking {k}: {e}");
+                errors += 1;
+            }
+        }
+    }
+    let stats = blocking.cache_aside_stats();
+    eprintln!("blocking: 600 calls, {errors} failed, {stats:?}");
+    assert_eq!(errors, 0);
+    assert!(
+        stats.served_without_cache >= owned_by_stopped.len() as u64 / 2,
+        "{stats:?}"
+    );
+    let e = blocking
+        .get(owned_by_stopped[0])
+        .expect_err("the server is stopped");
+    assert!(e.is_server_failure(), "{e}");
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = memshard::aio::Client::builder()
+            .server_list(&list)
+            .unwrap()
+            .read_timeout(Duration::from_millis(200))
+            .failure_policy(policy)
+            .build()
+            .unwrap();
+        let mut errors = 0;
+        for k in &keys {
+            let v = value_of(k);
+            match c
+                .get_or_compute_as(k, Duration::from_secs(60), || async move {
+                    Ok::<_, std::io::Error>(v)
+                })
+                .await
+            {
+                Ok(v) => assert_eq!(v, value_of(k)),
+                Err(e) => {
+                    eprintln!("async {k}: {e}");
+                    errors += 1;
+                }
+            }
+        }
+        let stats = c.cache_aside_stats();
+        eprintln!("async: 600 calls, {errors} failed, {stats:?}");
+        assert_eq!(errors, 0);
+        assert!(stats.served_without_cache > 0, "{stats:?}");
+        let e = c.get(owned_by_stopped[0]).await.expect_err("stopped");
+        assert!(e.is_server_failure(), "{e}");
+    });
+    stopped.signal("CONT");
+}

@@ -431,6 +431,15 @@ macro_rules! stampede_methods {
         /// lease still stands: a value written meanwhile by a plain `set` wins. A failing
         /// `recompute` stores nothing, gives the lease back and returns
         /// [`Error::Recompute`]($crate::Error::Recompute) with its error.
+        ///
+        /// When the cache cannot answer (the key's server is down, times out, refuses the
+        /// connection or fails mid-reply: [`Error::is_server_failure`]($crate::Error::is_server_failure)),
+        /// the recompute runs and its value is returned, counted in
+        /// [`cache_aside_stats`](Self::cache_aside_stats), the metric
+        /// `memshard_served_without_cache_total` and a `tracing` warning;
+        /// [`Stampede::recompute_when_down`]($crate::Stampede::recompute_when_down)`(false)`
+        /// fails instead. Errors about the request or the settings (an invalid key, TLS,
+        /// credentials) always fail.
         pub $($async)? fn get_or_compute<$($gen)*>(
             &self,
             key: impl AsRef<[u8]>,
@@ -445,8 +454,14 @@ macro_rules! stampede_methods {
         }
 
         /// [`get_or_compute`](Self::get_or_compute) of a typed value: stored as the client's
-        /// codec's peer stores it ([`Builder::codec`]($crate::Builder::codec)), and read back
+        /// codec stores it ([`Builder::codec`]($crate::Builder::codec)), and read back
         /// through the codec, so a PHP or Python service sharing the key reads it too.
+        ///
+        /// Negative caching: a recompute of an `Option` value that finds nothing returns
+        /// `Ok(None)`; the "no such value" is stored for
+        /// [`Stampede::negative_ttl`]($crate::Stampede::negative_ttl) (default 5 s), and the
+        /// callers waiting for the lease, and those that come before it expires, get `None`
+        /// without loading again.
         #[cfg(feature = "codecs")]
         #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
         pub $($async)? fn get_or_compute_as<$($gen)*>(
@@ -460,6 +475,14 @@ macro_rules! stampede_methods {
             E: Into<Box<dyn std::error::Error + Send + Sync>>,
         {
             $crate::core::transport::drive!($($await)?; self; $crate::core::leased::get_or_compute_as(self, key.as_ref(), expiry.into(), $crate::core::leased::$recompute(recompute)))
+        }
+
+        /// What [`get_or_compute`](Self::get_or_compute) and `get_or_compute_as` did since
+        /// the client was built: recomputes, calls answered by the recompute because the cache
+        /// could not ([`Stampede::recompute_when_down`]($crate::Stampede::recompute_when_down)),
+        /// and "no such value" results kept for the negative TTL.
+        pub fn cache_aside_stats(&self) -> $crate::outcome::CacheAsideStats {
+            $crate::core::transport::Transport::core(self).aside.snapshot()
         }
 
         /// Mark `key`'s value stale instead of deleting it (memcached `md … I`): the next

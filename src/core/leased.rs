@@ -3,11 +3,13 @@
 //! and [`Won::finish`] whether the recomputed value is stored or the lease given back; the
 //! flow [`get_or_compute`] only sends what they ask over its [`Transport`].
 
+use super::aside;
 use super::exchange::{Lookup, MetaOne};
 use super::keys::KeyRules;
 use super::transport::Transport;
 use crate::Expiry;
 use crate::error::{Error, Result};
+use crate::observe;
 use crate::outcome::Item;
 use crate::settings::stampede::{Stampede, Waiting};
 use std::future::{Future, Ready, ready};
@@ -15,6 +17,10 @@ use std::time::Duration;
 
 /// The error a failing recompute returns.
 pub(crate) type RecomputeError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A recomputed value as it is stored: bytes, flags, and whether it says "no such value"
+/// (kept for the negative TTL instead of the caller's expiry).
+pub(crate) type Stored = (Vec<u8>, u32, bool);
 
 /// What a caller does after a lookup.
 #[derive(Debug)]
@@ -41,8 +47,8 @@ pub(crate) struct Won {
 /// What the winner does with its recompute.
 #[derive(Debug)]
 pub(crate) enum Finish {
-    /// Store these bytes and flags under the lease.
-    Store(Vec<u8>, u32),
+    /// Store these bytes and flags under the lease (a "no such value" when the flag is set).
+    Store(Stored),
     /// Fail with this error; first give the lease back (`md … C`) when `release`, so that the
     /// next caller need not wait for the lease to end.
     Fail { error: Error, release: bool },
@@ -100,24 +106,28 @@ impl Won {
         self,
         key: &[u8],
         recomputed: std::result::Result<V, E>,
-        store: impl FnOnce(V) -> Result<(Vec<u8>, u32)>,
+        store: impl FnOnce(V) -> Result<Stored>,
         keys: &KeyRules,
     ) -> Finish {
         let stored = match recomputed {
             Ok(value) => store(value),
-            Err(e) => Err(Error::Recompute {
-                key: String::from_utf8_lossy(key).into_owned(),
-                source: std::sync::Arc::from(e.into()),
-            }),
+            Err(e) => Err(recompute_failed(key, e)),
         };
         match stored.and_then(|s| keys.check_value(&s.0).map(|()| s)) {
-            Ok((value, flags)) => Finish::Store(value, flags),
+            Ok(stored) => Finish::Store(stored),
             // a stale or early value stays served by the others until the lease ends
             Err(error) => Finish::Fail {
                 error,
                 release: self.placeholder,
             },
         }
+    }
+}
+
+fn recompute_failed<E: Into<RecomputeError>>(key: &[u8], e: E) -> Error {
+    Error::Recompute {
+        key: String::from_utf8_lossy(key).into_owned(),
+        source: std::sync::Arc::from(e.into()),
     }
 }
 
@@ -141,7 +151,7 @@ pub(crate) async fn leased<T, F, Fut, V, E>(
     key: &[u8],
     expiry: Expiry,
     recompute: F,
-    store: impl FnOnce(V) -> Result<(Vec<u8>, u32)>,
+    store: impl FnOnce(V) -> Result<Stored>,
 ) -> Result<Item>
 where
     T: Transport,
@@ -153,19 +163,27 @@ where
     core.note_key(key);
     let exptime = expiry.exptime_now();
     let st = &core.settings.stampede;
-    let r = core.route(key, true)?;
+    let r = match core.route(key, true) {
+        Ok(r) => r,
+        Err(e) => return without_cache(t, key, e, recompute, store).await,
+    };
     let mut leasing = Leasing::new(st, &r.member.server.addr, key);
     let won = loop {
         let mut ex = MetaOne::lookup(&r.wire, st.lease_secs(), st.early_recache_secs());
-        match leasing.looked_up(t.on(&r.member, &mut ex).await?) {
+        let found = match t.on(&r.member, &mut ex).await {
+            Ok(found) => found,
+            Err(e) => return without_cache(t, key, e, recompute, store).await,
+        };
+        match leasing.looked_up(found) {
             Then::Serve(item) => return Ok(item),
             Then::Pause(pause) => t.pause(pause).await,
             Then::GiveUp(e) => return Err(e),
             Then::Recompute(won) => break won,
         }
     };
-    let (value, flags) = match won.finish(key, recompute().await, store, &core.keys) {
-        Finish::Store(value, flags) => (value, flags),
+    core.aside.recomputed();
+    let (value, flags, negative) = match won.finish(key, recompute().await, store, &core.keys) {
+        Finish::Store(stored) => stored,
         Finish::Fail { error, release } => {
             if release {
                 // best effort: a placeholder left behind only delays the next caller until
@@ -177,9 +195,49 @@ where
             return Err(error);
         }
     };
+    let exptime = if negative {
+        core.aside.negative_stored();
+        st.negative_ttl_secs()
+    } else {
+        exptime
+    };
     let mut ex = MetaOne::store_leased(&r.wire, &value, (flags, exptime), won.cas);
-    t.on(&r.member, &mut ex).await?;
+    if let Err(e) = t.on(&r.member, &mut ex).await {
+        // the value is in hand: a cache that cannot keep it does not make it wrong
+        if !aside::recompute_instead(st, &e) {
+            return Err(e);
+        }
+        core.aside.served_without_cache();
+        observe::served_without_cache(&r.member.server.addr, key, &e);
+    }
     core.forget([key]);
+    Ok(Item::new(value, flags, None))
+}
+
+/// The cache could not be asked (`e`): the recompute answers when `e` means the server could
+/// not, and the client's settings allow it; else `e`.
+async fn without_cache<T, F, Fut, V, E>(
+    t: &T,
+    key: &[u8],
+    e: Error,
+    recompute: F,
+    store: impl FnOnce(V) -> Result<Stored>,
+) -> Result<Item>
+where
+    T: Transport,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = std::result::Result<V, E>>,
+    E: Into<RecomputeError>,
+{
+    let core = t.core();
+    if !aside::recompute_instead(&core.settings.stampede, &e) {
+        return Err(e);
+    }
+    core.aside.recomputed();
+    core.aside.served_without_cache();
+    observe::served_without_cache(e.server().unwrap_or(""), key, &e);
+    let value = recompute().await.map_err(|r| recompute_failed(key, r))?;
+    let (value, flags, _) = store(value)?;
     Ok(Item::new(value, flags, None))
 }
 
@@ -197,7 +255,7 @@ where
     V: AsRef<[u8]>,
     E: Into<RecomputeError>,
 {
-    let store = |v: V| Ok((v.as_ref().to_vec(), 0));
+    let store = |v: V| Ok((v.as_ref().to_vec(), 0, false));
     leased(t, key, expiry, recompute, store).await
 }
 
@@ -219,7 +277,9 @@ where
     let (core, codec) = (t.core(), &t.core().settings.transcoder);
     let store = |v: V| {
         let stored = core.encode_value(codec, key, &v)?;
-        Ok((stored.bytes, stored.flags))
+        // `Ok(None)` of an `Option` value: "no such value", kept for the negative TTL
+        let negative = matches!(v.to_value(), Ok(crate::value::Value::Null));
+        Ok((stored.bytes, stored.flags, negative))
     };
     let item = leased(t, key, expiry, recompute, store).await?;
     let value = core.decode_item(codec, key, &item)?;
@@ -315,7 +375,12 @@ mod tests {
         };
         let keys = Fake::new("127.0.0.1:11211", |b| b).core().keys.clone();
         let big = vec![0u8; 2 << 20];
-        match won.finish(b"k", Ok::<_, std::io::Error>(big), |v| Ok((v, 0)), &keys) {
+        match won.finish(
+            b"k",
+            Ok::<_, std::io::Error>(big),
+            |v| Ok((v, 0, false)),
+            &keys,
+        ) {
             Finish::Fail { error, release } => {
                 assert!(matches!(error, Error::ValueTooLarge { .. }));
                 assert!(release);

@@ -34,6 +34,7 @@ pub(crate) mod multi;
 pub(crate) mod ops;
 #[macro_use]
 pub(crate) mod api;
+pub(crate) mod aside;
 pub(crate) mod auth;
 pub(crate) mod readbuf;
 pub(crate) mod replica;
@@ -75,6 +76,8 @@ pub(crate) struct Core<P> {
     pub(crate) near: Option<NearCache>,
     /// Hot-key counters, when asked for.
     hot: Option<crate::hotkeys::Detector>,
+    /// What `get_or_compute` did: recomputes, answers without the cache.
+    pub(crate) aside: aside::AsideCounters,
     make_pool: MakePool<P>,
 }
 
@@ -99,6 +102,7 @@ impl<P> Core<P> {
                 NearCache::new(cfg).invalidate_all_keys(admitting)
             }),
             hot: settings.hot.map(crate::hotkeys::Detector::new),
+            aside: aside::AsideCounters::default(),
             settings,
             make_pool,
         };

@@ -34,15 +34,20 @@ pub struct Stampede {
     lease: Duration,
     wait: Duration,
     early_recache: Option<Duration>,
+    recompute_when_down: bool,
+    negative_ttl: Duration,
 }
 
 impl Default for Stampede {
-    /// A 30 s lease, a 3 s wait, no early recache.
+    /// A 30 s lease, a 3 s wait, no early recache; the recompute answers when the cache cannot;
+    /// "no such value" is cached for 5 s.
     fn default() -> Self {
         Stampede {
             lease: Duration::from_secs(30),
             wait: Duration::from_secs(3),
             early_recache: None,
+            recompute_when_down: true,
+            negative_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -70,6 +75,33 @@ impl Stampede {
         self
     }
 
+    /// When the cache cannot answer (its server is down, times out, refuses the connection or
+    /// fails mid-reply), `get_or_compute` runs the recompute and returns its value, counted and
+    /// reported; the default. `false`: fail with the cache's error instead. Errors that are not
+    /// the server's (TLS, credentials, an invalid key, a value too large) always fail.
+    pub fn recompute_when_down(mut self, on: bool) -> Self {
+        self.recompute_when_down = on;
+        self
+    }
+
+    /// Whether the recompute answers when the cache cannot ([`Stampede::recompute_when_down`]).
+    pub fn recomputes_when_down(&self) -> bool {
+        self.recompute_when_down
+    }
+
+    /// How long `get_or_compute_as` keeps a recompute's "no such value" (`Ok(None)` of an
+    /// `Option` value) so that the callers waiting for it, and the next ones, are answered
+    /// without loading again (whole seconds, at least 1; default 5 s).
+    pub fn negative_ttl(mut self, ttl: Duration) -> Self {
+        self.negative_ttl = ttl;
+        self
+    }
+
+    /// The negative TTL in whole seconds (rounded up).
+    pub fn negative_ttl_secs(&self) -> u32 {
+        secs(self.negative_ttl)
+    }
+
     /// The lease in whole seconds (rounded up).
     pub fn lease_secs(&self) -> u32 {
         secs(self.lease)
@@ -84,6 +116,7 @@ impl Stampede {
         for (setting, d) in [
             ("stampede lease", Some(self.lease)),
             ("stampede early_recache", self.early_recache),
+            ("stampede negative_ttl", Some(self.negative_ttl)),
         ] {
             match d {
                 Some(d) if d.is_zero() => return Err(SettingError::ZeroTimeout { setting }),
