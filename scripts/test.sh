@@ -12,15 +12,19 @@ cd "$(dirname "$0")/.."
 # (and a JDK to compile its driver), node `memcached` (npm, below). As in regen-vectors.sh, a JDK
 # and a node/npm already on PATH are used as they are: a node from another source bundles npm, and
 # Debian's npm package conflicts with it.
+# The default-placement peers of cli/tests/defaults_live.rs besides php-memcached, pylibmc and
+# spymemcached: gomemcache (Debian's Go and its source package, built offline), pymemcache (PyPI,
+# into a venv: python3-venv, below).
 value_peers=(ruby ruby-dalli libspymemcached-java)
 command -v javac >/dev/null || value_peers+=(default-jdk-headless)
 { command -v node && command -v npm; } >/dev/null || value_peers+=(nodejs npm)
 bash scripts/apt-install.sh \
     build-essential pkg-config memcached libmemcached-dev nutcracker openssl \
-    php-cli php-memcached python3 python3-pylibmc "${value_peers[@]}"
+    php-cli php-memcached python3 python3-pylibmc "${value_peers[@]}" \
+    golang-go golang-github-bradfitz-gomemcache-dev python3-venv
 # Debian puts nutcracker in /usr/sbin, outside a normal user's PATH.
 export PATH="$PATH:/usr/sbin"
-for tool in memcached nutcracker openssl cc php /usr/bin/python3 ruby javac java node npm; do
+for tool in memcached nutcracker openssl cc php /usr/bin/python3 ruby javac java node npm go; do
     command -v "$tool" >/dev/null || { echo "missing $tool after installing" >&2; exit 1; }
 done
 # npm `memcached` 2.2.2 for tests/values/node_values.js: pinned by tests/values/package-lock.json
@@ -34,6 +38,9 @@ if [ "$(node -p 'try { require("./tests/values/node_modules/memcached/package.js
         npm_config_cache="$npm_cache" npm_config_update_notifier=false npm ci --no-audit --no-fund)
     rm -rf "$npm_cache"
 fi
+# pymemcache 4.0.0 for tests/defaults/pymemcache_defaults.py: a venv in target/pymemcache-venv (kept,
+# reused while it holds that version).
+bash scripts/pymemcache-venv.sh
 # A peer the tests need that is missing is a failure, not a skip.
 export CI=true
 
