@@ -738,7 +738,7 @@ fn a_stopped_server_fails_no_get_or_compute_call() {
         .server_list(&list)
         .unwrap()
         .read_timeout(Duration::from_millis(200))
-        .failure_policy(policy.clone())
+        .failure_policy(policy)
         .build()
         .unwrap();
     let owned_by_stopped: Vec<&String> = keys
