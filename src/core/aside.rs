@@ -1,5 +1,5 @@
 //! Cache-aside bookkeeping: when `get_or_compute` answers without the cache, and what it
-//! counts. The decision is here, sans-IO; the flow in [`super::leased`] follows it.
+//! counts. The decision is here, sans-IO; the lease flow (`core/leased.rs`) follows it.
 
 use crate::error::Error;
 use crate::outcome::CacheAsideStats;
