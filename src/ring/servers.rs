@@ -179,7 +179,7 @@ fn parse_entry(line: &str) -> Result<Server, String> {
         },
         _ => return Err("tls_name= given more than once".into()),
     };
-    let (addr, host, port, tw_weight) = split_address(first)?;
+    let (addr, host, port, tw_weight) = split_address(without_scheme(first)?)?;
     let (weight, name) = match (tw_weight, rest.as_slice()) {
         (Some(w), []) => (w, None),
         (Some(w), [name]) => (w, Some(name)),
@@ -201,6 +201,29 @@ fn parse_entry(line: &str) -> Result<Server, String> {
         addr,
         tls_name,
     })
+}
+
+/// `memcache://host:port` and `memcached://host:port` (as Django, pymemcache and the Go and
+/// Node clients' docs write servers) name the server `host:port`; a path after it or another
+/// scheme is refused, saying what to write.
+fn without_scheme(tok: &str) -> Result<&str, String> {
+    let Some((scheme, rest)) = tok.split_once("://") else {
+        return Ok(tok);
+    };
+    if !matches!(
+        scheme.to_ascii_lowercase().as_str(),
+        "memcache" | "memcached"
+    ) {
+        return Err(format!(
+            "{scheme}:// is not a memcached address; write host:port (or memcache://host:port)"
+        ));
+    }
+    match rest.strip_suffix('/').unwrap_or(rest) {
+        r if r.contains('/') || r.is_empty() => Err(format!(
+            "{tok}: a memcache:// address is memcache://host:port, without a path"
+        )),
+        r => Ok(r),
+    }
 }
 
 /// Split `host[:port[:weight]]` / `[v6][:port[:weight]]`. Returns (addr as written, host, port, weight).
@@ -321,6 +344,21 @@ mod tests {
         }
         assert!(parse_server_list("127.0.0.1:11211 tls_name=").is_err());
         assert!(parse_server_list("127.0.0.1:11211 tls_name=a tls_name=b").is_err());
+    }
+
+    #[test]
+    fn memcache_urls_name_host_and_port() {
+        let s = parse_server_list("memcache://127.0.0.1:21211\nmemcached://[::1]:5/ 2")
+            .expect("parses");
+        assert_eq!(
+            (s[0].host.as_str(), s[0].port, s[0].addr.as_str()),
+            ("127.0.0.1", 21211, "127.0.0.1:21211")
+        );
+        assert_eq!((s[1].host.as_str(), s[1].port, s[1].weight), ("::1", 5, 2));
+        let e = parse_server_list("redis://127.0.0.1:6379").expect_err("not memcached");
+        assert!(e.to_string().contains("write host:port"), "{e}");
+        let e = parse_server_list("memcache://127.0.0.1:1/db").expect_err("a path");
+        assert!(e.to_string().contains("without a path"), "{e}");
     }
 
     #[test]

@@ -91,6 +91,27 @@ impl From<Duration> for Expiry {
     }
 }
 
+/// Whole seconds from now, as memcached's own `exptime` up to 30 days reads; 0 never expires
+/// (beyond 30 days the end time is sent, as for a [`Duration`]).
+///
+/// ```
+/// use memshard::Expiry;
+/// use std::time::{Duration, UNIX_EPOCH};
+/// let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+/// // a bare integer is seconds: `client.set(key, value, 300)`
+/// let e: Expiry = 300.into();
+/// assert_eq!(e.exptime(now), 300);
+/// assert_eq!(Expiry::from(0), Expiry::NEVER);
+/// ```
+impl From<u32> for Expiry {
+    fn from(secs: u32) -> Self {
+        match secs {
+            0 => Expiry::NEVER,
+            s => Expiry::after(Duration::from_secs(u64::from(s))),
+        }
+    }
+}
+
 impl From<SystemTime> for Expiry {
     fn from(time: SystemTime) -> Self {
         Expiry::at(time)
