@@ -1,6 +1,14 @@
 //! What the client reports about its work: metrics through the `metrics` facade (feature
-//! `metrics`) and a `tracing` span per operation (feature `tracing`). Without the features
-//! every function here compiles to nothing.
+//! `metrics`), and with the feature `tracing` a span per operation and an event per health
+//! change. Without the features every function here compiles to nothing.
+//!
+//! | `tracing` event (target `memshard`) | level | fields |
+//! |---|---|---|
+//! | `memshard: server marked down` | warn | `server` |
+//! | `memshard: server back` | info | `server`, `keys_cleaned` or `flushed` |
+//! | `memshard: server list changed` | info | `servers` |
+//! | `memshard: the cache could not answer; the recompute did` | warn | `server`, `key`, `error` |
+//!
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
@@ -11,6 +19,7 @@
 //! | `memshard_hits_total`, `memshard_misses_total` | counter | `server` |
 //! | `memshard_pool_wait_seconds` | histogram | `server` |
 //! | `memshard_ejections_total` | counter | `server` (a server marked down) |
+//! | `memshard_rejoins_total` | counter | `server` (a server back, its stale keys cleaned) |
 //! | `memshard_retries_total` | counter | `server` (probes of a down server) |
 //! | `memshard_served_without_cache_total` | counter | `server` (`get_or_compute` answered by its recompute because the server could not) |
 //! | `memshard_hot_key_requests` | gauge | `key` (with [`HotKeys`](crate::HotKeys): the top keys' counts, every 4,096 counted reads and on each `hot_keys()`; 0 once a key leaves the top) |
@@ -111,11 +120,33 @@ pub(crate) fn pool_wait(server: &str, waited: Duration) {
         .record(waited.as_secs_f64());
 }
 
-/// `server` was marked down.
+/// `server` was marked down (and, with auto-eject, its keys moved to the others).
 #[inline]
 pub(crate) fn ejected(server: &str) {
     #[cfg(feature = "metrics")]
     metrics::counter!("memshard_ejections_total", "server" => server.to_string()).increment(1);
+    #[cfg(feature = "tracing")]
+    tracing::warn!(server, "memshard: server marked down");
+}
+
+/// `server` answers again and takes its keys back; `cleaned` is what was deleted on it first:
+/// `Some(n)` keys, or `None` when it was flushed (more keys changed than the rejoin limit).
+#[inline]
+pub(crate) fn rejoined(server: &str, cleaned: Option<usize>) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("memshard_rejoins_total", "server" => server.to_string()).increment(1);
+    #[cfg(feature = "tracing")]
+    match cleaned {
+        Some(keys) => tracing::info!(server, keys_cleaned = keys, "memshard: server back"),
+        None => tracing::info!(server, flushed = true, "memshard: server back"),
+    }
+}
+
+/// The server list was replaced: `servers` servers now.
+#[inline]
+pub(crate) fn servers_changed(servers: usize) {
+    #[cfg(feature = "tracing")]
+    tracing::info!(servers, "memshard: server list changed");
 }
 
 /// `get_or_compute` answered `key` by its recompute because `server` could not (`e`): a
@@ -203,5 +234,70 @@ pub(crate) fn span(command: &'static str, server: &str) -> Span {
     Span {
         #[cfg(feature = "tracing")]
         span: tracing::debug_span!("memshard", command, server),
+    }
+}
+
+#[cfg(all(test, feature = "tracing"))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Level, Metadata, Subscriber};
+
+    /// Every event as (level, "field=value" pairs, message last).
+    #[derive(Clone, Default)]
+    struct Events(Arc<Mutex<Vec<(Level, String)>>>);
+
+    struct Fields(String);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0 += &format!("{}={value:?} ", field.name());
+        }
+    }
+
+    impl Subscriber for Events {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut f = Fields(String::new());
+            event.record(&mut f);
+            let level = *event.metadata().level();
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((level, f.0));
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn each_health_change_is_an_event_with_the_server() {
+        let events = Events::default();
+        tracing::subscriber::with_default(events.clone(), || {
+            super::ejected("10.0.0.1:11211");
+            super::rejoined("10.0.0.1:11211", Some(3));
+            super::rejoined("10.0.0.2:11211", None);
+            super::servers_changed(4);
+        });
+        let got = events.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let want = [
+            (Level::WARN, "server=\"10.0.0.1:11211\"", "marked down"),
+            (Level::INFO, "keys_cleaned=3", "server back"),
+            (Level::INFO, "flushed=true", "server back"),
+            (Level::INFO, "servers=4", "server list changed"),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for ((level, text), (l, field, message)) in got.iter().zip(want) {
+            assert_eq!(*level, l, "{text}");
+            assert!(text.contains(field) && text.contains(message), "{text}");
+        }
     }
 }

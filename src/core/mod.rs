@@ -191,6 +191,7 @@ impl<P> Core<P> {
         let _one_at_a_time = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
         let cur = self.view.load_full();
         let ring = cur.full.with_servers(servers)?;
+        crate::observe::servers_changed(ring.servers().len());
         let members = cur.keep_or_make(&ring, |s| self.new_member(s));
         self.view.store(Arc::new(View::new(
             Arc::new(ring),

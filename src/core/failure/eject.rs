@@ -55,6 +55,7 @@ impl<P: ServerPool> Core<P> {
                 self.watch_down(m)
             }
             Transition::CameBack => {
+                observe::rejoined(&m.server.addr, Some(0));
                 self.rebuild_routing();
                 false
             }

@@ -233,6 +233,12 @@ impl<'c, P: ServerPool> Rejoin<'c, P> {
         // writes routed on the view from before the rejoin
         let left = self.member.rejoin.rejoined();
         self.rejoined = true;
+        let cleaned = match &left.own {
+            Cleanup::Nothing => Some(0),
+            Cleanup::Delete(keys) => Some(keys.len()),
+            Cleanup::Flush => None,
+        };
+        crate::observe::rejoined(&self.member.server.addr, cleaned);
         self.sweeps = left.copies.into();
         match Cleaner::new(&left.own) {
             Some(cleaner) => Phase::Final {
