@@ -550,16 +550,28 @@ fn a_proxy_without_meta_gives_an_error_that_says_so() {
             m.addr()
         )
     });
-    let c = client(&proxy.listens[0].to_string(), Stampede::default());
+    let strict = Stampede::default().recompute_when_down(false);
+    let c = client(&proxy.listens[0].to_string(), strict);
     let err = c
         .get_or_compute("stampede:proxy", Duration::from_secs(60), || {
             Ok::<_, std::io::Error>(b"x".to_vec())
         })
         .unwrap_err();
+    let text = err.to_string();
     assert!(
-        err.to_string().contains("does not speak the meta protocol"),
+        text.contains("at the first meta command") && text.contains("Protocol::Text"),
         "{err}"
     );
+    assert!(text.len() <= 300, "{} characters: {text}", text.len());
+    // by default the recompute answers (with a warning) where the cache cannot
+    let lenient = client(&proxy.listens[0].to_string(), Stampede::default());
+    let item = lenient
+        .get_or_compute("stampede:proxy", Duration::from_secs(60), || {
+            Ok::<_, std::io::Error>(b"x".to_vec())
+        })
+        .expect("the recompute answers");
+    assert_eq!(item.value, b"x");
+    assert_eq!(lenient.cache_aside_stats().served_without_cache, 1);
     // the text protocol still works through it
     c.set("stampede:proxy", "v", Duration::from_secs(60))
         .unwrap();

@@ -201,19 +201,25 @@ impl Link {
                 server: self.server.clone(),
                 detail,
             },
-            // twemproxy and memcached before 1.6 close the connection at a meta command
+            // twemproxy and memcached before 1.6 close a connection at its first meta command,
+            // before any byte of reply; a reset later on (a killed server) says nothing of meta
             Error::Io {
                 server,
                 op,
                 kind: kind @ (io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof),
                 message,
                 source,
-            } if self.meta_sent => Error::Io {
+            } if self.meta_sent && !self.heard && self.completed == 0 => Error::Io {
                 server,
                 op,
                 kind,
                 message: format!(
-                    "{message}, after a meta command: if the server does not speak the meta protocol (twemproxy, memcached before 1.6), use Protocol::Text; stampede protection needs memcached 1.6 or later"
+                    "{message} at the first meta command: a server without meta (twemproxy, memcached < 1.6) needs Protocol::Text{}",
+                    if self.is_tls() {
+                        ""
+                    } else {
+                        "; memcached -Z needs TLS"
+                    }
                 ),
                 source,
             },
