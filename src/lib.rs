@@ -159,3 +159,16 @@ pub use servers::{Server, ServerListError, parse_server_list};
 pub mod __bench {
     pub use crate::hotkeys::Detector as HotKeyCounter;
 }
+
+/// Every Rust snippet of README.md, compiled (and where it needs no server, run) as a doctest.
+/// The snippets use the async client, the codecs, serde and TLS, so they are tested where
+/// those features are on (`cargo test --all-features`).
+#[cfg(all(
+    doctest,
+    feature = "async",
+    feature = "codecs",
+    feature = "serde",
+    feature = "tls"
+))]
+#[doc = include_str!("../README.md")]
+mod readme {}
