@@ -339,6 +339,21 @@ mod tests {
         ));
         // numbers are digits only: Rust's parser would take "+5"
         assert!(parse_meta(b"HD f+5\r\n", 10).is_err());
+        // a key token needs the key; the flag tokens take no value
+        for b in [
+            &b"HD k\r\n"[..],
+            b"HD b1\r\n",
+            b"HD W1\r\n",
+            b"HD X1\r\n",
+            b"HD Z1\r\n",
+        ] {
+            assert!(
+                parse_meta(b, 10).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
+        }
+        assert!(parse_meta(b"HD kab b W X Z\r\n", 10).is_ok());
         assert_eq!(
             parse_meta(&[b'H'; MAX_LINE + 2], 10),
             Err(ParseError::LineTooLong)
