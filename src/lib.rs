@@ -107,7 +107,7 @@
 //! | `codecs` | no | [`value`], `get_value`/`get_as`/`set_value`, `Builder::codec`: read and write what php-memcached, pylibmc, dalli, spymemcached and node memcached store (fastlz-rs, flate2, serde_json, rmpv, ruzstd, serde-pickle) |
 //! | `peer-config` | no | `memshard::config`: twemproxy, libmemcached, php-memcached and pylibmc configurations (yaml-rust2) |
 //! | `tls` | no | `Builder::tls` and `TlsConfig`: TLS to memcached `-Z` (rustls with ring, rustls-native-certs; tokio-rustls, and so tokio, for the async client); `Builder::credentials` (memcached `-Y`) needs no feature |
-//! | `serde` | no | `serde::Serialize` on the planner's results and reports ([`plan`]) |
+//! | `serde` | no | `value::Json<T>`, any serde type as a value (with `codecs`); `serde::Serialize` on the planner's results and reports ([`plan`]) |
 //! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
 //! | `tracing` | no | a `tracing` span per request |
