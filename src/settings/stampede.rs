@@ -196,4 +196,47 @@ mod tests {
         let mut w = Stampede::default().wait(Duration::ZERO).waiting();
         assert!(w.next_pause().is_err());
     }
+
+    #[test]
+    fn whole_seconds_and_the_bounds_exactly() {
+        assert_eq!(Stampede::default().early_recache_secs(), None);
+        let s = Stampede::default()
+            .early_recache(Duration::from_millis(2500))
+            .lease(Duration::from_secs(2));
+        assert_eq!((s.early_recache_secs(), s.lease_secs()), (Some(3), 2));
+        assert_eq!(Stampede::default().negative_ttl_secs(), 5);
+        let over = MAX_TIMEOUT + Duration::from_nanos(1);
+        for ok in [
+            Stampede::default().lease(MAX_TIMEOUT),
+            Stampede::default().wait(MAX_TIMEOUT),
+            Stampede::default().early_recache(MAX_TIMEOUT),
+            Stampede::default().negative_ttl(MAX_TIMEOUT),
+        ] {
+            assert!(ok.validate().is_ok(), "{ok:?}");
+        }
+        for bad in [
+            Stampede::default().lease(over),
+            Stampede::default().wait(over),
+            Stampede::default().negative_ttl(over),
+            Stampede::default().negative_ttl(Duration::ZERO),
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn pauses_start_near_two_milliseconds_and_grow_to_about_fifty() {
+        let mut w = Stampede::default().wait(Duration::from_secs(60)).waiting();
+        let pauses: Vec<Duration> = (0..8).map(|_| w.next_pause().expect("waiting")).collect();
+        // jitter: each pause is its step's 0.5 to 1.5 times
+        assert!(
+            (Duration::from_millis(1)..Duration::from_millis(3)).contains(&pauses[0]),
+            "{pauses:?}"
+        );
+        assert!(pauses[7] >= Duration::from_millis(25), "{pauses:?}");
+        assert!(
+            pauses.iter().all(|p| *p < Duration::from_millis(75)),
+            "{pauses:?}"
+        );
+    }
 }

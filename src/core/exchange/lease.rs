@@ -280,6 +280,25 @@ mod tests {
     }
 
     #[test]
+    fn a_restarted_lookup_sends_its_request_again_under_its_name() {
+        let mut ex = MetaOne::lookup(b"k", 30, None);
+        assert_eq!(ex.command(), "get_or_compute");
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let first = opaques(&out)[0];
+        // a stale connection: the exchange starts over on a fresh one, with a new token
+        ex.restart();
+        let mut again = Vec::new();
+        assert!(matches!(
+            ex.step(&mut ReadBuf::default(), &mut again, &CTX),
+            Ok(Step::Write)
+        ));
+        let second = opaques(&again)[0];
+        assert_ne!(first, second);
+        assert_eq!(again, format!("mg k v f c N30 O{second}\r\n").as_bytes());
+    }
+
+    #[test]
     fn the_winners_store_compares_the_lease_cas() {
         let mut ex = MetaOne::store_leased(b"k", b"new", (4, 60), 5);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
