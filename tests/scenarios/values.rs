@@ -114,6 +114,34 @@ pub async fn typed_values_read_back_with_default_settings<C: Api>() {
         (0, &[0u8, 255][..]),
         "bytes stay raw"
     );
+    // random values of each type, written and read back through the server
+    let mut rng = fastrand::Rng::with_seed(0x726f_756e_64);
+    for i in 0..200 {
+        let k = format!("d:r{i}");
+        let text: String = (0..rng.usize(0..20)).map(|_| rng.char(..)).collect();
+        m.set_value(&k, &text, t).await.unwrap();
+        assert_eq!(m.get_as::<String>(&k).await.unwrap(), Some(text.clone()));
+        let n = rng.i64(..);
+        m.set_value(&k, &n, t).await.unwrap();
+        assert_eq!(m.get_as::<i64>(&k).await.unwrap(), Some(n));
+        let f = f64::from_bits(rng.u64(..));
+        if f.is_finite() {
+            m.set_value(&k, &f, t).await.unwrap();
+            let back = m.get_as::<f64>(&k).await.unwrap().expect("stored");
+            assert_eq!(back.to_bits(), f.to_bits(), "{f:e}");
+        }
+        let bytes: Vec<u8> = (0..rng.usize(0..20)).map(|_| rng.u8(..)).collect();
+        m.set_value(&k, &bytes, t).await.unwrap();
+        assert_eq!(m.get_as::<Vec<u8>>(&k).await.unwrap(), Some(bytes));
+        let user = User {
+            name: text,
+            age: rng.u32(..),
+            tags: vec![n.to_string()],
+        };
+        let v = rng.bool().then_some(Json(user));
+        m.set_value(&k, &v, t).await.unwrap();
+        assert_eq!(m.get_as::<Option<Json<User>>>(&k).await.unwrap(), Some(v));
+    }
     // what could not be read back is refused before anything is sent
     let e = m.set_value("d:nan", &f64::NAN, t).await;
     assert!(matches!(value_error(e), ValueError::Unsupported { .. }));
