@@ -115,7 +115,7 @@ pub async fn typed_values_read_back_with_default_settings<C: Api>() {
         "bytes stay raw"
     );
     // random values of each type, written and read back through the server
-    let mut rng = fastrand::Rng::with_seed(0x726f_756e_64);
+    let mut rng = fastrand::Rng::with_seed(0x0072_6f75_6e64);
     for i in 0..200 {
         let k = format!("d:r{i}");
         let text: String = (0..rng.usize(0..20)).map(|_| rng.char(..)).collect();
