@@ -664,6 +664,46 @@ mod tests {
         }
     }
 
+    /// spymemcached 2.12.3's own answers (compat-vectors/spymemcached-modula/cases/
+    /// hash-fnv1a_32-n7 and hash-native-n7): FNV over UTF-16 code units, `String.hashCode`
+    /// over surrogate pairs. A hash over the UTF-8 bytes places `Ā`, `߿` and `ࠀ` elsewhere.
+    #[test]
+    fn spymemcached_hashes_characters_as_spymemcached_does() {
+        let servers: Vec<Server> = [
+            "10.105.85.114:11212",
+            "10.41.187.172:11211",
+            "10.29.201.140:11211",
+            "10.204.92.213:11213",
+            "10.113.201.235:11213",
+            "10.209.56.90:22122",
+            "10.103.157.71:11211",
+        ]
+        .iter()
+        .map(|a| a.parse().expect("address"))
+        .collect();
+        let fnv = Ring::with_options(
+            servers.clone(),
+            Flavor::SpymemcachedModula,
+            Some(KeyHash::Fnv1a_32),
+            None,
+        )
+        .expect("ring");
+        for (key, owner) in [
+            ("é", 0),
+            ("ÿ", 0),
+            ("Ā", 3),
+            ("߿", 1),
+            ("ࠀ", 3),
+            ("\u{d7ff}", 2),
+        ] {
+            assert_eq!(fnv.route(key.as_bytes()), Some(owner), "{key:?}");
+        }
+        let native = Ring::new(servers, Flavor::SpymemcachedModula).expect("ring");
+        for (key, owner) in [("𐀀", 0), ("😀", 2)] {
+            assert_eq!(native.route(key.as_bytes()), Some(owner), "{key:?}");
+        }
+    }
+
     #[test]
     fn a_hash_the_peer_does_not_offer_is_refused_with_the_ones_it_does() {
         let e = Ring::with_options(
