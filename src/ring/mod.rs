@@ -429,9 +429,9 @@ impl Ring {
     /// Whether a key's server follows from the first word of the md5 of the (tagged) key
     /// alone, so that callers may hash keys in batches and call [`Ring::route_hash`].
     pub(crate) fn routes_by_md5(&self) -> bool {
+        // dalli (crc32a of a possibly shortened key) and pymemcache (a score of server and
+        // key) never take md5 as their key hash: the hash alone decides
         self.hash == KeyHash::Md5
-            && self.flavor != Flavor::Dalli
-            && self.scheme != Scheme::Rendezvous
     }
 
     /// Index of the server a key hash picks (for callers that hashed already; not for the
