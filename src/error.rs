@@ -429,6 +429,45 @@ mod tests {
     use super::*;
     use std::error::Error as _;
 
+    /// What a service logs for a server that could not answer: one line a person reads, at
+    /// most about 200 characters, naming the server and what to do.
+    #[test]
+    fn server_failures_read_in_one_short_line_naming_the_server() {
+        let server = "cache-03.prod.example.internal:11211";
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        let errors = [
+            Error::io(server, reset, "read", Duration::from_millis(250)),
+            Error::io(
+                server,
+                io::Error::from(io::ErrorKind::ConnectionRefused),
+                "connect",
+                Duration::from_millis(250),
+            ),
+            Error::io(
+                server,
+                io::Error::from(io::ErrorKind::WouldBlock),
+                "read",
+                Duration::from_millis(250),
+            ),
+            Error::protocol(server, "unexpected reply line \"VALUE k 0 1\" to set"),
+            Error::Pool {
+                server: server.into(),
+                message: "Connection refused (os error 111)".into(),
+                exhausted: false,
+            },
+            Error::ServerDown {
+                server: server.into(),
+                retry_in: Duration::from_millis(1500),
+            },
+        ];
+        for e in errors {
+            let text = e.to_string();
+            assert!(text.len() <= 200, "{} characters: {text}", text.len());
+            assert!(text.contains(server), "{text}");
+            assert!(e.is_server_failure(), "{text}");
+        }
+    }
+
     #[test]
     fn a_server_marked_down_is_a_server_failure_that_counts_nothing_against_it() {
         let down = Error::ServerDown {
