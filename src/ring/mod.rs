@@ -640,6 +640,23 @@ mod tests {
     }
 
     #[test]
+    fn md5_keyed_modulo_routes_batches_as_it_routes_keys() {
+        let keys: Vec<Vec<u8>> = (0..64).map(|i| format!("k{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        for f in [Flavor::LibmemcachedModula, Flavor::SpymemcachedModula] {
+            let ring = Ring::with_options(four(), f, Some(KeyHash::Md5), None).expect("ring");
+            let mut seen = [0usize; 4];
+            ring.route_each(&refs, |i, s| {
+                let want = KeyHash::Md5.hash(refs[i]) % 4;
+                assert_eq!(s, want as usize, "{f}");
+                assert_eq!(Some(s), ring.route(refs[i]), "{f}");
+                seen[s] += 1;
+            });
+            assert_eq!(seen.iter().sum::<usize>(), 64, "{f}");
+        }
+    }
+
+    #[test]
     fn modulo_walks_the_list_from_the_owner_and_rendezvous_by_falling_score() {
         let ring = Ring::new(four(), Flavor::Gomemcache).expect("ring");
         let owner = ring.route(b"a").expect("owner");
