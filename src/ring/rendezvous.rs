@@ -7,32 +7,53 @@
 //! MurmurHash3 x86_32 with seed 0 over the *characters* of the string, each taken as
 //! `ord(c) & 0xFF` (so a non-ASCII character counts as one byte, its code point's low 8 bits).
 
-/// The string pymemcache hashes for `node` and `key`, as the bytes `murmur3_32` reads.
-fn scored_text(node: &str, key: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    let mut push = |s: &str| out.extend(s.chars().map(|c| (c as u32 & 0xff) as u8));
-    push(node);
-    push("-");
-    for chunk in key.utf8_chunks() {
-        push(chunk.valid());
-        if !chunk.invalid().is_empty() {
-            push("\u{fffd}");
-        }
-    }
+/// The bytes `murmur3_32` reads of `"%s-%s" % (node, key)`: each character's code point's low
+/// byte (invalid UTF-8 in the key reads as U+FFFD, as Python would decode it).
+fn scored_text<'a>(node: &'a str, key: &'a [u8]) -> impl Iterator<Item = u8> + 'a {
+    let low = |c: char| (c as u32 & 0xff) as u8;
+    let key_chars = key.utf8_chunks().flat_map(|chunk| {
+        let bad = (!chunk.invalid().is_empty()).then_some('\u{fffd}');
+        chunk.valid().chars().chain(bad)
+    });
+    node.chars()
+        .chain(std::iter::once('-'))
+        .chain(key_chars)
+        .map(low)
 }
 
-/// pymemcache's `murmur3_32(data, seed=0)`.
-pub(crate) fn murmur3_32(data: &[u8]) -> u32 {
-    super::hash::murmur3_seeded(data, 0)
+/// MurmurHash3 x86_32 with seed 0 over bytes as they come: routing hashes every server's
+/// name with the key and must not allocate (tests/ring_api.rs counts allocations).
+pub(crate) fn murmur3_32(data: impl IntoIterator<Item = u8>) -> u32 {
+    const C1: u32 = 0xcc9e_2d51;
+    const C2: u32 = 0x1b87_3593;
+    let mix = |k: u32| k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
+    let (mut h, mut len, mut word, mut filled) = (0u32, 0u32, 0u32, 0u32);
+    for b in data {
+        word |= u32::from(b) << (8 * filled);
+        filled += 1;
+        len = len.wrapping_add(1);
+        if filled == 4 {
+            h ^= mix(word);
+            h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+            (word, filled) = (0, 0);
+        }
+    }
+    if filled > 0 {
+        h ^= mix(word);
+    }
+    h ^= len;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
 }
 
 /// The index of the node that owns `key` among `nodes` (pymemcache's node names).
 pub(crate) fn owner(nodes: &[String], key: &[u8]) -> Option<usize> {
-    let mut text = Vec::with_capacity(64);
     let mut best: Option<(u32, usize)> = None;
     for (i, node) in nodes.iter().enumerate() {
-        scored_text(node, key, &mut text);
-        let score = murmur3_32(&text);
+        let score = murmur3_32(scored_text(node, key));
         best = match best {
             Some((s, w)) if s > score || (s == score && nodes[w] >= *node) => Some((s, w)),
             _ => Some((score, i)),
@@ -44,14 +65,10 @@ pub(crate) fn owner(nodes: &[String], key: &[u8]) -> Option<usize> {
 /// Every node index, the owner first, then by falling score (ties as in [`owner`]): the order
 /// in which pymemcache would pick a key's server as nodes are removed.
 pub(crate) fn ranking(nodes: &[String], key: &[u8]) -> Vec<usize> {
-    let mut text = Vec::with_capacity(64);
     let mut scored: Vec<(u32, usize)> = nodes
         .iter()
         .enumerate()
-        .map(|(i, node)| {
-            scored_text(node, key, &mut text);
-            (murmur3_32(&text), i)
-        })
+        .map(|(i, node)| (murmur3_32(scored_text(node, key)), i))
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| nodes[b.1].cmp(&nodes[a.1])));
     scored.into_iter().map(|(_, i)| i).collect()
@@ -64,16 +81,26 @@ mod tests {
     #[test]
     fn murmur3_seed_0_reference_values() {
         // MurmurHash3_x86_32 with seed 0 (SMHasher's reference implementation)
-        assert_eq!(murmur3_32(b""), 0);
-        assert_eq!(murmur3_32(b"hello"), 0x248b_fa47);
-        assert_eq!(murmur3_32(b"Hello, world!"), 0xc036_3e43);
+        assert_eq!(murmur3_32(*b""), 0);
+        assert_eq!(murmur3_32(*b"hello"), 0x248b_fa47);
+        assert_eq!(murmur3_32(*b"Hello, world!"), 0xc036_3e43);
+        // the streaming form is the block form at every length
+        let data: Vec<u8> = (0..40u32).map(|i| (i * 37 + 11) as u8).collect();
+        for n in 0..=data.len() {
+            assert_eq!(
+                murmur3_32(data[..n].iter().copied()),
+                crate::ring::hash::murmur3_seeded(&data[..n], 0),
+                "{n} bytes"
+            );
+        }
     }
 
     #[test]
     fn non_ascii_characters_count_as_their_low_byte() {
-        let mut t = Vec::new();
-        scored_text("n", "é€".as_bytes(), &mut t);
+        let t: Vec<u8> = scored_text("n", "é€".as_bytes()).collect();
         assert_eq!(t, [b'n', b'-', 0xe9, 0xac]);
+        let bad: Vec<u8> = scored_text("n", b"a\xff").collect();
+        assert_eq!(bad, [b'n', b'-', b'a', 0xfd]);
     }
 
     #[test]
