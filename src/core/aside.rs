@@ -68,10 +68,11 @@ mod tests {
         c.recomputed();
         c.served_without_cache();
         c.recomputed();
+        c.negative_stored();
         let s = c.snapshot();
         assert_eq!(
             (s.recomputes, s.served_without_cache, s.negative_stored),
-            (2, 1, 0)
+            (2, 1, 1)
         );
     }
 }

@@ -325,6 +325,39 @@ mod tests {
     }
 
     #[test]
+    fn a_server_that_cannot_answer_is_answered_by_the_recompute_unless_told_not_to() {
+        let f = scripted(Duration::from_secs(3), &[]);
+        f.fail("127.0.0.1:11211");
+        let (item, _) = run(&f, || Ok("from the source"));
+        assert_eq!(item.expect("answered").value, b"from the source");
+        let stats = f.core().aside.snapshot();
+        assert_eq!((stats.recomputes, stats.served_without_cache), (1, 1));
+        let strict = Fake::new("127.0.0.1:11211", |b| {
+            b.stampede(Stampede::default().recompute_when_down(false))
+        });
+        strict.fail("127.0.0.1:11211");
+        let (r, _) = run(&strict, || Ok("from the source"));
+        assert!(r.expect_err("the cache's error").is_server_failure());
+        assert_eq!(strict.core().aside.snapshot().served_without_cache, 0);
+    }
+
+    #[test]
+    fn a_store_that_fails_after_the_recompute_still_answers_with_its_value() {
+        // the lookup wins the lease; the store's reply never comes (the script is empty), a
+        // protocol failure of the server
+        let f = scripted(Duration::from_secs(3), &[WON]);
+        let (item, sent) = run(&f, || Ok("fresh"));
+        assert_eq!(item.expect("answered").value, b"fresh", "{sent:?}");
+        assert_eq!(f.core().aside.snapshot().served_without_cache, 1);
+        let strict = Fake::new("127.0.0.1:11211", |b| {
+            b.stampede(Stampede::default().recompute_when_down(false))
+        });
+        strict.script.lock().unwrap().push_back(meta(WON));
+        let (r, _) = run(&strict, || Ok("fresh"));
+        assert!(r.is_err());
+    }
+
+    #[test]
     fn the_lease_winner_recomputes_and_stores_under_the_lease() {
         let f = scripted(Duration::from_secs(3), &[WON, HD]);
         let (item, sent) = run(&f, || Ok("fresh"));

@@ -640,6 +640,22 @@ mod tests {
     }
 
     #[test]
+    fn each_peers_default_hash_and_scheme() {
+        let cases = [
+            (Flavor::LibmemcachedModula, KeyHash::OneAtATime, false),
+            (Flavor::LibmemcachedUnweighted, KeyHash::OneAtATime, true),
+            (Flavor::SpymemcachedModula, KeyHash::Native, false),
+            (Flavor::Pymemcache, KeyHash::Murmur3Seed0, false),
+            (Flavor::Gomemcache, KeyHash::Crc32a, false),
+            (Flavor::AwsJavaKetama, KeyHash::Sha384, true),
+            (Flavor::Libmemcached, KeyHash::Md5, true),
+        ];
+        for (f, hash, ketama) in cases {
+            assert_eq!((f.default_hash(), f.is_ketama()), (hash, ketama), "{f}");
+        }
+    }
+
+    #[test]
     fn md5_keyed_modulo_routes_batches_as_it_routes_keys() {
         let keys: Vec<Vec<u8>> = (0..64).map(|i| format!("k{i}").into_bytes()).collect();
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
