@@ -331,13 +331,19 @@ impl Ring {
         self.scheme == Scheme::Continuum && self.continuum.len() == 0
     }
 
+    /// The part of `key` that is hashed: the whole key, or what its hash tag encloses.
+    #[inline]
+    fn tagged<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        match &self.tag {
+            Some(t) => t.apply(key),
+            None => key,
+        }
+    }
+
     /// The key hash of `key`, after the hash tag.
     #[inline]
     pub fn hash_key(&self, key: &[u8]) -> u32 {
-        let k = match &self.tag {
-            Some(t) => t.apply(key),
-            None => key,
-        };
+        let k = self.tagged(key);
         match self.flavor {
             Flavor::Dalli => dalli_key::with_hashed_key(k, |k| self.hash.hash(k)),
             Flavor::SpymemcachedModula => spymemcached_hash(self.hash, k),
@@ -352,15 +358,12 @@ impl Ring {
             return Some(0);
         }
         match self.scheme {
-            Scheme::Continuum => self.route_hash(self.hash_key(key)),
-            Scheme::Modulo => Some((self.hash_key(key) % self.servers.len() as u32) as usize),
-            Scheme::Rendezvous => {
-                let k = match &self.tag {
-                    Some(t) => t.apply(key),
-                    None => key,
-                };
-                rendezvous::owner(&self.nodes, k)
+            Scheme::Continuum => {
+                let pos = self.continuum.position(self.hash_key(key))?;
+                Some(self.continuum.owner_at(pos) as usize)
             }
+            Scheme::Modulo => Some((self.hash_key(key) % self.servers.len() as u32) as usize),
+            Scheme::Rendezvous => rendezvous::owner(&self.nodes, self.tagged(key)),
         }
     }
 
@@ -391,12 +394,7 @@ impl Ring {
             (0..keys.len()).for_each(|i| f(i, 0));
             return;
         }
-        let tagged = |k: &'_ [u8]| -> usize {
-            match &self.tag {
-                Some(t) => t.apply(k).len(),
-                None => k.len(),
-            }
-        };
+
         let batchable = self.routes_by_md5();
         let mut i = 0;
         while i < keys.len() {
@@ -404,12 +402,9 @@ impl Ring {
                 && i + 4 <= keys.len()
                 && keys[i..i + 4]
                     .iter()
-                    .all(|k| tagged(k) <= crate::ring::md5x4::MAX_ONE_BLOCK)
+                    .all(|k| self.tagged(k).len() <= crate::ring::md5x4::MAX_ONE_BLOCK)
             {
-                let ks: [&[u8]; 4] = std::array::from_fn(|j| match &self.tag {
-                    Some(t) => t.apply(keys[i + j]),
-                    None => keys[i + j],
-                });
+                let ks: [&[u8]; 4] = std::array::from_fn(|j| self.tagged(keys[i + j]));
                 let hashes = crate::ring::md5x4::md5_first_words(ks);
                 for (j, h) in hashes.into_iter().enumerate() {
                     if let Some(s) = self.route_hash(h) {
@@ -484,13 +479,7 @@ impl Ring {
                 (start.unwrap_or(0), left, Vec::new())
             }
             Scheme::Modulo => (self.route(key).unwrap_or(0), n, Vec::new()),
-            Scheme::Rendezvous => {
-                let k = match &self.tag {
-                    Some(t) => t.apply(key),
-                    None => key,
-                };
-                (0, n, rendezvous::ranking(&self.nodes, k))
-            }
+            Scheme::Rendezvous => (0, n, rendezvous::ranking(&self.nodes, self.tagged(key))),
         };
         DistinctIndexes {
             ring: self,
