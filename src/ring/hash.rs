@@ -352,31 +352,40 @@ fn murmur3(key: &[u8]) -> u32 {
 
 /// MurmurHash3 x86_32 with `seed` (libhashkit seeds it with the length; pymemcache with 0).
 pub(crate) fn murmur3_seeded(key: &[u8], seed: u32) -> u32 {
-    const C1: u32 = 0xcc9e_2d51;
-    const C2: u32 = 0x1b87_3593;
-    let len = key.len() as u32;
     let mut h = seed;
     let mut chunks = key.chunks_exact(4);
     for c in &mut chunks {
-        let mut k = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        k = k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
-        h ^= k;
-        h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+        h = murmur3_round(h, u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
     }
     let rem = chunks.remainder();
-    let mut k: u32 = 0;
-    if rem.len() >= 3 {
-        k ^= (rem[2] as u32) << 16;
-    }
-    if rem.len() >= 2 {
-        k ^= (rem[1] as u32) << 8;
-    }
     if !rem.is_empty() {
-        k ^= rem[0] as u32;
-        k = k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
-        h ^= k;
+        let k = rem.iter().rev().fold(0u32, |k, &b| (k << 8) | u32::from(b));
+        h ^= murmur3_scramble(k);
     }
-    h ^= len;
+    murmur3_finish(h, key.len() as u32)
+}
+
+/// MurmurHash3's scramble of one little-endian block (or of the tail's bytes).
+#[inline]
+pub(crate) fn murmur3_scramble(k: u32) -> u32 {
+    k.wrapping_mul(0xcc9e_2d51)
+        .rotate_left(15)
+        .wrapping_mul(0x1b87_3593)
+}
+
+/// One full 4-byte block mixed into the state `h`.
+#[inline]
+pub(crate) fn murmur3_round(h: u32, block: u32) -> u32 {
+    (h ^ murmur3_scramble(block))
+        .rotate_left(13)
+        .wrapping_mul(5)
+        .wrapping_add(0xe654_6b64)
+}
+
+/// The length folded in and the final avalanche (`fmix32`).
+#[inline]
+pub(crate) fn murmur3_finish(h: u32, len: u32) -> u32 {
+    let mut h = h ^ len;
     h ^= h >> 16;
     h = h.wrapping_mul(0x85eb_ca6b);
     h ^= h >> 13;

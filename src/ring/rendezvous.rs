@@ -24,29 +24,21 @@ fn scored_text<'a>(node: &'a str, key: &'a [u8]) -> impl Iterator<Item = u8> + '
 /// MurmurHash3 x86_32 with seed 0 over bytes as they come: routing hashes every server's
 /// name with the key and must not allocate (tests/ring_api.rs counts allocations).
 pub(crate) fn murmur3_32(data: impl IntoIterator<Item = u8>) -> u32 {
-    const C1: u32 = 0xcc9e_2d51;
-    const C2: u32 = 0x1b87_3593;
-    let mix = |k: u32| k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
+    use super::hash::{murmur3_finish, murmur3_round, murmur3_scramble};
     let (mut h, mut len, mut word, mut filled) = (0u32, 0u32, 0u32, 0u32);
     for b in data {
         word |= u32::from(b) << (8 * filled);
         filled += 1;
         len = len.wrapping_add(1);
         if filled == 4 {
-            h ^= mix(word);
-            h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+            h = murmur3_round(h, word);
             (word, filled) = (0, 0);
         }
     }
     if filled > 0 {
-        h ^= mix(word);
+        h ^= murmur3_scramble(word);
     }
-    h ^= len;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^ (h >> 16)
+    murmur3_finish(h, len)
 }
 
 /// The index of the node that owns `key` among `nodes` (pymemcache's node names).
