@@ -23,10 +23,11 @@ ALLOWED = {
     "settings": {"error", "ring", "proto", "value", "near", "hotkeys"},
     "core": {"error", "proto", "ring", "settings", "value", "observe", "hotkeys", "near",
              "plan", "outcome", "watch"},
+    "discovery": {"core", "settings", "error", "ring", "observe", "proto", "servers", "outcome"},
     "blocking": {"core", "settings", "error", "outcome", "ring", "observe", "routes", "proto",
-                 "servers", "hash"},
+                 "servers", "hash", "discovery"},
     "aio": {"core", "settings", "error", "outcome", "ring", "observe", "routes", "proto",
-            "servers", "hash"},
+            "servers", "hash", "discovery"},
 }
 
 

@@ -90,6 +90,12 @@ pub enum SettingError {
         /// What is wrong.
         detail: String,
     },
+    /// A discovery setting cannot be used.
+    #[error("discovery: {detail}")]
+    Discovery {
+        /// What is wrong, and what to give instead.
+        detail: String,
+    },
 }
 
 impl SettingError {
@@ -284,6 +290,16 @@ pub enum Error {
         key: String,
         /// Why, and what to do.
         reason: String,
+    },
+    /// Cluster discovery from `endpoint` gave no usable configuration; the client keeps the
+    /// nodes it has (and a build that needed the first configuration fails).
+    #[error("cluster discovery from {endpoint}: {problem}")]
+    Discovery {
+        /// The node or endpoint asked.
+        endpoint: String,
+        /// What was wrong with its answer.
+        #[source]
+        problem: crate::proto::discovery::DiscoveryError,
     },
     /// The client could not be built from its configuration.
     #[error("configuration: {0}")]

@@ -120,6 +120,7 @@ pub mod blocking;
 #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
 pub mod config;
 mod core;
+pub mod discovery;
 pub mod error;
 pub mod hotkeys;
 #[cfg(feature = "near-cache")]
@@ -146,7 +147,7 @@ pub use crate::ring::{hash, servers};
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use crate::settings::TlsConfig;
 pub use crate::settings::{
-    Builder, Credentials, Expiry, FailurePolicy, Protocol, Stampede, UnknownProtocol,
+    AuthScheme, Builder, Credentials, Expiry, FailurePolicy, Protocol, Stampede, UnknownProtocol,
 };
 pub use error::{AuthProblem, Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError, TlsProblem};
 pub use hash::{KeyHash, UnknownHash};

@@ -8,6 +8,7 @@
 //! | `memshard: server back` | info | `server`, `keys_cleaned` or `flushed` |
 //! | `memshard: server list changed` | info | `servers` |
 //! | `memshard: the cache could not answer; the recompute did` | warn | `server`, `key`, `error` |
+//! | `memshard: cluster configuration applied` | info | `endpoint`, `version`, `nodes` |
 //!
 //!
 //! | metric | kind | labels |
@@ -21,6 +22,7 @@
 //! | `memshard_ejections_total` | counter | `server` (a server marked down) |
 //! | `memshard_rejoins_total` | counter | `server` (a server back, its stale keys cleaned) |
 //! | `memshard_retries_total` | counter | `server` (probes of a down server) |
+//! | `memshard_discovery_changes_total` | counter | `endpoint` (a discovered cluster configuration applied, the first included) |
 //! | `memshard_served_without_cache_total` | counter | `server` (`get_or_compute` answered by its recompute because the server could not) |
 //! | `memshard_hot_key_requests` | gauge | `key` (with [`HotKeys`](crate::HotKeys): the top keys' counts, every 4,096 counted reads and on each `hot_keys()`; 0 once a key leaves the top) |
 #![allow(unused_variables)]
@@ -140,6 +142,22 @@ pub(crate) fn rejoined(server: &str, cleaned: Option<usize>) {
         Some(keys) => tracing::info!(server, keys_cleaned = keys, "memshard: server back"),
         None => tracing::info!(server, flushed = true, "memshard: server back"),
     }
+}
+
+/// Discovery from `endpoint` applied configuration `version` with `nodes` nodes (the first
+/// configuration included).
+#[inline]
+pub(crate) fn discovery_applied(endpoint: &str, version: u64, nodes: usize) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("memshard_discovery_changes_total", "endpoint" => endpoint.to_string())
+        .increment(1);
+    #[cfg(feature = "tracing")]
+    tracing::info!(
+        endpoint,
+        version,
+        nodes,
+        "memshard: cluster configuration applied"
+    );
 }
 
 /// The server list was replaced: `servers` servers now.

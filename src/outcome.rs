@@ -76,3 +76,22 @@ pub struct CacheAsideStats {
     /// Recomputes that found no value (`Ok(None)`), kept for the negative TTL.
     pub negative_stored: u64,
 }
+
+/// What discovery has done so far (`Client::discovery`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DiscoveryStatus {
+    /// The version of the configuration in force.
+    pub version: u64,
+    /// Its number of nodes.
+    pub nodes: usize,
+    /// Configurations applied, the first included.
+    pub applied: u64,
+    /// Polls made since the build (each asks nodes until one answers).
+    pub polls: u64,
+    /// Configurations answered but not applied: an older or equal version, or the same nodes.
+    pub ignored: u64,
+    /// The last problem met (a node that did not answer, a malformed reply, a refused change);
+    /// the nodes in force stay meanwhile.
+    pub last_error: Option<String>,
+}

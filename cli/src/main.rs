@@ -298,6 +298,20 @@ struct RingArgs {
     /// Two-character hash tag with twemproxy semantics, e.g. `{}`.
     #[arg(long, value_name = "XY")]
     hash_tag: Option<String>,
+    /// Find the servers through cluster auto discovery: an ElastiCache configuration endpoint
+    /// (or, with --discover-kind memorystore, a Memorystore discovery endpoint). The nodes are
+    /// placed with --flavor in the order the endpoint lists them (libmemcached-modula: the AWS
+    /// PHP client's default; spymemcached-modula: the AWS Java client's).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["servers", "twemproxy_config", "libmemcached_config"])]
+    discover: Option<String>,
+    /// Seconds between discovery polls (1 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, requires = "discover",
+          value_parser = value_parser!(u64).range(1..=86_400))]
+    discover_interval: u64,
+    /// elasticache (data nodes answer discovery too) or memorystore (only the endpoint does).
+    #[arg(long, value_name = "KIND", default_value = "elasticache", requires = "discover",
+          value_parser = ["elasticache", "memorystore"])]
+    discover_kind: String,
 }
 
 #[derive(Args)]
@@ -418,6 +432,32 @@ impl RingArgs {
         pool_size: u32,
         more: impl FnOnce(memshard::Builder) -> memshard::Builder,
     ) -> Result<Client, Failure> {
+        if self.discover.is_some() {
+            // the build asks the endpoint itself (with the client's timeouts and login)
+            let (flavor, hash, tag) = self.placement()?;
+            let t = Duration::from_millis(net.timeout_ms);
+            let mut b = Client::builder()
+                .discover(self.discovery()?)
+                .flavor(flavor)
+                .connect_timeout(t)
+                .read_timeout(t)
+                .write_timeout(t)
+                .checkout_timeout(t)
+                .failure_policy(memshard::FailurePolicy::new(
+                    net.failure_limit,
+                    Duration::from_millis(net.retry_timeout_ms),
+                    net.auto_eject,
+                ))
+                .protocol(net.protocol)
+                .pool_size(pool_size);
+            if let Some(h) = hash {
+                b = b.hash(h);
+            }
+            if let Some(tag) = tag {
+                b = b.hash_tag(tag);
+            }
+            return net.security.apply(more(b))?.build().map_err(usage);
+        }
         let (ring, peer) = self.resolve()?;
         // a peer configuration brings its own timeout, failure settings and namespace
         let t = peer
@@ -463,8 +503,53 @@ impl RingArgs {
         self.servers.as_ref().is_some_and(|p| p.as_os_str() == "-")
     }
 
+    /// --flavor, --hash and --hash-tag.
+    fn placement(&self) -> Result<(Flavor, Option<KeyHash>, Option<HashTag>), Failure> {
+        let flavor: Flavor = self
+            .flavor
+            .as_deref()
+            .unwrap_or("libmemcached")
+            .parse()
+            .map_err(usage)?;
+        let hash: Option<KeyHash> = match &self.hash {
+            Some(h) => Some(h.parse().map_err(usage)?),
+            None => None,
+        };
+        let tag: Option<HashTag> = match &self.hash_tag {
+            Some(t) => Some(t.parse().map_err(usage)?),
+            None => None,
+        };
+        Ok((flavor, hash, tag))
+    }
+
+    /// --discover, --discover-interval and --discover-kind as a discovery setting.
+    fn discovery(&self) -> Result<memshard::discovery::Discovery, Failure> {
+        let endpoint = self.discover.as_deref().unwrap_or_default();
+        let d = memshard::discovery::Discovery::new(endpoint)
+            .map_err(|e| usage(format!("--discover: {e}")))?
+            .interval(Duration::from_secs(self.discover_interval));
+        Ok(match self.discover_kind.as_str() {
+            "memorystore" => d.kind_of(memshard::discovery::DiscoveryKind::Memorystore),
+            _ => d,
+        })
+    }
+
     /// The ring, and the peer configuration it came from (if any).
     fn resolve(&self) -> Result<(Ring, Option<memshard::config::PeerConfig>), Failure> {
+        if self.discover.is_some() {
+            let (flavor, hash, tag) = self.placement()?;
+            let d = self.discovery()?;
+            let config =
+                memshard::discovery::fetch(d.endpoint(), Duration::from_secs(2)).map_err(|e| {
+                    Failure {
+                        code: 1,
+                        msg: e.to_string(),
+                    }
+                })?;
+            let servers = memshard::discovery::servers_for(&config, flavor);
+            let ring = Ring::with_options(servers, flavor, hash, tag).map_err(usage)?;
+            return Ok((ring, None));
+        }
         let peer = if let Some(path) = &self.twemproxy_config {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
@@ -491,22 +576,11 @@ impl RingArgs {
             .map_err(usage)?;
             return Ok((ring, Some(p)));
         }
-        let flavor: Flavor = self
-            .flavor
-            .as_deref()
-            .unwrap_or("libmemcached")
-            .parse()
-            .map_err(usage)?;
-        let hash: Option<KeyHash> = match &self.hash {
-            Some(h) => Some(h.parse().map_err(usage)?),
-            None => None,
-        };
-        let tag: Option<HashTag> = match &self.hash_tag {
-            Some(t) => Some(t.parse().map_err(usage)?),
-            None => None,
-        };
+        let (flavor, hash, tag) = self.placement()?;
         let path = self.servers.as_ref().ok_or_else(|| {
-            usage("give --servers FILE (or --twemproxy-config / --libmemcached-config)")
+            usage(
+                "give --servers FILE (or --twemproxy-config / --libmemcached-config / --discover)",
+            )
         })?;
         let text = if self.servers_from_stdin() {
             let mut s = String::new();
@@ -553,7 +627,12 @@ fn route(a: RouteArgs) -> Result<(), Failure> {
         if let Some(s) = ring.server_for(hashed) {
             out.write_all(key)?;
             out.write_all(b"\t")?;
-            out.write_all(s.addr.as_bytes())?;
+            // a discovered node: the address it is reached at (its IP), as the cluster
+            // clients report it; placement still used the name its peer hashes
+            match &s.connect_to {
+                Some(_) => out.write_all(s.connect_addr().as_bytes())?,
+                None => out.write_all(s.addr.as_bytes())?,
+            }
             out.write_all(b"\n")?;
         }
         Ok(())
@@ -858,6 +937,19 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
         ),
     };
     let outcome = bench::run(&client, route.as_ref(), &spec);
+    if let Some(d) = client.discovery() {
+        println!(
+            "discovery: version {} with {} nodes; {} configurations applied, {} ignored, {} polls{}",
+            d.version,
+            d.nodes,
+            d.applied,
+            d.ignored,
+            d.polls,
+            d.last_error
+                .map(|e| format!("; last problem: {e}"))
+                .unwrap_or_default()
+        );
+    }
     if outcome.wrong > 0 {
         return Err(Failure {
             code: 1,
@@ -1018,6 +1110,9 @@ fn plan_migrate(a: &PlanArgs, keys: &memshard::plan::Keys) -> Result<(), Failure
             flavor: a.warm_from_flavor.clone(),
             hash: a.warm_from_hash.clone(),
             hash_tag: None,
+            discover: None,
+            discover_interval: 60,
+            discover_kind: "elasticache".into(),
         };
         let (old_ring, old_peer) = old_args.resolve().map_err(|f| Failure {
             msg: format!("--warm-from: {}", f.msg),

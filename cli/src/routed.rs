@@ -120,6 +120,9 @@ impl RouteFlags {
             flavor: self.warm_from_flavor.clone(),
             hash: self.warm_from_hash.clone(),
             hash_tag: None,
+            discover: None,
+            discover_interval: 60,
+            discover_kind: "elasticache".into(),
         };
         let old = old_ring.client(net, pool_size).map_err(|f| Failure {
             msg: format!("--warm-from: {}", f.msg),

@@ -30,6 +30,12 @@ pub struct SecurityArgs {
     /// Log in with the `user:password` in the environment variable VAR (memcached -Y).
     #[arg(long, value_name = "VAR")]
     auth_env: Option<String>,
+    /// How to log in: memcached (memcached -Y: `set auth` with `user password`, only to a
+    /// server that asks) or memcachier (MemCachier: `set USER` with the password, the first
+    /// command of every connection).
+    #[arg(long, value_name = "SCHEME", default_value = "memcached",
+          value_parser = ["memcached", "memcachier"])]
+    auth_scheme: String,
 }
 
 impl SecurityArgs {
@@ -54,7 +60,8 @@ impl SecurityArgs {
             (None, None) => None,
         };
         if let Some(c) = credentials {
-            b = b.credentials(c);
+            let scheme: memshard::AuthScheme = self.auth_scheme.parse().map_err(usage)?;
+            b = b.credentials(c.scheme(scheme));
         }
         Ok(b)
     }

@@ -46,6 +46,8 @@ pub struct Client {
     /// The runtime the client was built in: pools for servers added later and the prober
     /// run there.
     runtime: tokio::runtime::Handle,
+    /// The discovery poll, with [`Builder::discover`]; it ends with the last clone.
+    discovery: Option<Arc<crate::discovery::Poller>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -64,16 +66,22 @@ impl Builder<Client> {
                 "the async client must be built inside a tokio runtime".into(),
             ));
         };
-        let settings = self.checked()?;
+        let mut settings = self.checked()?;
+        // the first configuration is read before the client exists, blocking this thread
+        // for at most the connect and read timeouts per node asked
+        let first = crate::discovery::first(&mut settings)?;
         let (conn, pool, rt) = (settings.conn.clone(), settings.pool, runtime.clone());
         let make = move |s: &Server| {
             // bb8 runs its upkeep as tasks of the client's runtime, whoever adds the server
             let _in_runtime = rt.enter();
             Pool::new(s, conn.for_server(s), pool)
         };
+        let core = Arc::new(Core::new(settings, Box::new(make))?);
+        let discovery = crate::discovery::start(&core, first).map(Arc::new);
         Ok(Client {
-            core: Arc::new(Core::new(settings, Box::new(make))?),
+            core,
             runtime,
+            discovery,
         })
     }
 }

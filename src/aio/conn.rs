@@ -106,12 +106,23 @@ impl AsyncConn {
                     .map(Stream::Unix)
                     .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout));
             }
-            let addrs: Vec<std::net::SocketAddr> = match host.parse::<IpAddr>() {
-                Ok(ip) => vec![(ip, port).into()],
-                Err(_) => tokio::net::lookup_host((host, port))
+            let addrs: Vec<std::net::SocketAddr> = match (host.parse::<IpAddr>(), &opts.resolver) {
+                (Ok(ip), _) => vec![(ip, port).into()],
+                (Err(_), None) => tokio::net::lookup_host((host, port))
                     .await
                     .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?
                     .collect(),
+                // the user's resolver may block: off the runtime's threads, under the
+                // connect timeout like the rest of the connect
+                (Err(_), Some(r)) => {
+                    let (r, name) = (r.clone(), host.to_owned());
+                    tokio::task::spawn_blocking(move || r.resolve(&name, port))
+                        .await
+                        .map_err(|e| {
+                            Error::io(server, io::Error::other(e), "resolve", opts.connect_timeout)
+                        })?
+                        .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?
+                }
             };
             let mut last = None;
             for a in addrs {

@@ -101,7 +101,7 @@ impl bb8::ManageConnection for Manager {
 
     async fn connect(&self) -> Result<AsyncConn, Error> {
         let s = &self.server;
-        let mut c = AsyncConn::open(&s.host, s.port, &s.addr, &self.opts).await?;
+        let mut c = AsyncConn::open(s.connect_host(), s.port, &s.addr, &self.opts).await?;
         if self.opts.credentials.is_some() {
             let _counted = LoggingIn::new(&self.logins);
             c.login().await?;

@@ -65,5 +65,5 @@ async fn probe(core: &Shared, m: &Arc<Member<Pool>>) {
 
 async fn connect(core: &Shared, m: &Member<Pool>) -> crate::error::Result<AsyncConn> {
     let s = &m.server;
-    AsyncConn::connect(&s.host, s.port, &s.addr, &core.settings.conn).await
+    AsyncConn::connect(s.connect_host(), s.port, &s.addr, &core.settings.conn).await
 }

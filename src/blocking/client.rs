@@ -38,6 +38,8 @@ pub(crate) type ServerOf = Member<Pool>;
 #[derive(Clone)]
 pub struct Client {
     pub(crate) core: Arc<Shared>,
+    /// The discovery poll, with [`Builder::discover`]; it ends with the last clone.
+    discovery: Option<Arc<crate::discovery::Poller>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -51,12 +53,15 @@ impl Builder<Client> {
     /// `min_idle` asks for some, on first use), so a server that is down does not stop the
     /// build. Settings that cannot work fail here with [`Error::Setting`](crate::Error::Setting).
     pub fn build(self) -> Result<Client> {
-        let settings = self.checked()?;
+        let mut settings = self.checked()?;
+        let first = crate::discovery::first(&mut settings)?;
         let (conn, pool) = (settings.conn.clone(), settings.pool);
-        let make = move |s: &Server| Pool::new(&s.host, s.port, &s.addr, conn.for_server(s), pool);
-        Ok(Client {
-            core: Arc::new(Core::new(settings, Box::new(make))?),
-        })
+        let make = move |s: &Server| {
+            Pool::new(s.connect_host(), s.port, &s.addr, conn.for_server(s), pool)
+        };
+        let core = Arc::new(Core::new(settings, Box::new(make))?);
+        let discovery = crate::discovery::start(&core, first).map(Arc::new);
+        Ok(Client { core, discovery })
     }
 }
 

@@ -8,7 +8,7 @@ use crate::core::link::{Link, Next};
 use crate::error::{Error, Result};
 use crate::settings::ConnOptions;
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
@@ -140,9 +140,7 @@ impl Conn {
                     .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout))?,
             )
         } else {
-            let addrs = (host, port)
-                .to_socket_addrs()
-                .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?;
+            let addrs = crate::core::resolve::resolve(opts, host, port, server)?;
             let mut last = None;
             let mut found = None;
             for a in addrs {
@@ -159,10 +157,11 @@ impl Conn {
                 (None, Some(e)) => {
                     return Err(Error::io(server, e, "connect", opts.connect_timeout));
                 }
+                // `resolve` gives at least one address, so a connect was tried
                 (None, None) => {
                     return Err(Error::io_kind(
                         server,
-                        "resolve",
+                        "connect",
                         io::ErrorKind::NotFound,
                         format!("{host} resolved to no address"),
                     ));

@@ -41,8 +41,9 @@ fn run(weak: Weak<Shared>) {
 /// fallback's on a new one.
 fn probe(core: &Shared, m: &Arc<Member<Pool>>) {
     let opts = &core.settings.conn;
-    let connect =
-        |m: &Member<Pool>| Conn::connect(&m.server.host, m.server.port, &m.server.addr, opts);
+    let connect = |m: &Member<Pool>| {
+        Conn::connect(m.server.connect_host(), m.server.port, &m.server.addr, opts)
+    };
     let mut rejoin = Rejoin::new(core, m);
     let mut probed: Option<Conn> = None;
     while let Some(target) = rejoin.target() {

@@ -75,6 +75,13 @@ macro_rules! membership_methods {
             self.core.near.as_ref().map($crate::near::NearCache::stats)
         }
 
+        /// What cluster discovery has done so far: the version and nodes in force, polls,
+        /// and the last problem met. `None` for a client built without
+        /// [`Builder::discover`](crate::Builder::discover).
+        pub fn discovery(&self) -> Option<$crate::outcome::DiscoveryStatus> {
+            self.discovery.as_ref().map(|p| p.status())
+        }
+
         /// Re-read the server-list file at `path` every `interval` (on a thread of its own);
         /// when its servers change, apply them with `set_servers`. A file that cannot be read
         /// or parsed leaves the servers as they are (see

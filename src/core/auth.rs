@@ -12,7 +12,7 @@ use super::exchange::{Ctx, Exchange, Step, refusal};
 use super::readbuf::ReadBuf;
 use crate::error::{AuthProblem, Error, Result};
 use crate::proto::{Parsed, Reply, Request, StoreCommand, parse_reply};
-use crate::settings::Credentials;
+use crate::settings::{AuthScheme, Credentials};
 
 /// The login of a new connection: `version`; if the server answers "unauthenticated", the
 /// credentials.
@@ -49,6 +49,23 @@ impl Exchange for Login<'_> {
     }
 
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
+        // MemCachier answers nothing before the login, which is its first command: `set
+        // <user> 0 0 <len>` with the password as the data.
+        if self.state == State::AskVersion
+            && self.credentials.auth_scheme() == AuthScheme::MemCachier
+        {
+            Request::Store {
+                cmd: StoreCommand::Set,
+                key: self.credentials.user().as_bytes(),
+                flags: 0,
+                exptime: 0,
+                value: self.credentials.password().as_bytes(),
+                noreply: false,
+            }
+            .encode(out);
+            self.state = State::AwaitLogin;
+            return Ok(Step::Write);
+        }
         if self.state == State::AskVersion {
             Request::Version.encode(out);
             self.state = State::AwaitVersion;
@@ -86,10 +103,15 @@ impl Exchange for Login<'_> {
             (_, Reply::Stored) => Ok(Step::Done(())),
             // "authentication failure", "bad authentication token format": the connection is
             // failed, never used.
-            (_, Reply::ClientError(_)) => Err(rejected()),
+            (_, Reply::ClientError(_) | Reply::ServerError(_) | Reply::Error) => Err(rejected()),
             (_, other) => Err(super::exchange::unexpected(&other, ctx.server, "auth")),
         }
     }
+}
+
+/// The login of a new connection with `c`.
+pub(crate) fn login_for(c: &Credentials) -> Box<Login<'_>> {
+    Box::new(Login::new(c))
 }
 
 /// `e`, the failure of a new connection's login: a read that timed out is the login's (the
@@ -130,6 +152,47 @@ mod tests {
         let mut out = Vec::new();
         let step = login.step(&mut rb, &mut out, &ctx());
         (out, step)
+    }
+
+    #[test]
+    fn a_memcachier_login_is_the_first_command_and_only_stored_passes() {
+        let c = Credentials::new("app", "pa ss")
+            .expect("valid")
+            .scheme(AuthScheme::MemCachier);
+        let mut login = Login::new(&c);
+        let mut out = Vec::new();
+        let first = login.step(&mut ReadBuf::default(), &mut out, &ctx());
+        assert!(matches!(first, Ok(Step::Write)));
+        assert_eq!(out, b"set app 0 0 5\r\npa ss\r\n");
+        let (_, step) = answer(&mut login, b"STORED\r\n");
+        assert!(matches!(step, Ok(Step::Done(()))));
+        for refusal in [
+            &b"CLIENT_ERROR authentication failure\r\n"[..],
+            b"SERVER_ERROR no\r\n",
+            b"ERROR\r\n",
+        ] {
+            let mut login = Login::new(&c);
+            let _ = login.step(&mut ReadBuf::default(), &mut Vec::new(), &ctx());
+            let (_, step) = answer(&mut login, refusal);
+            assert!(
+                matches!(
+                    step,
+                    Err(Error::Auth {
+                        problem: AuthProblem::Rejected,
+                        ..
+                    })
+                ),
+                "{refusal:?}: {step:?}"
+            );
+        }
+        let mut login = Login::new(&c);
+        let _ = login.step(&mut ReadBuf::default(), &mut Vec::new(), &ctx());
+        assert!(answer(&mut login, b"VALUE x 0 1\r\n").1.is_err());
+        // a restart sends the login again
+        login.restart();
+        let mut again = Vec::new();
+        let _ = login.step(&mut ReadBuf::default(), &mut again, &ctx());
+        assert_eq!(again, b"set app 0 0 5\r\npa ss\r\n");
     }
 
     #[test]

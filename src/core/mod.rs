@@ -39,6 +39,7 @@ pub(crate) mod auth;
 pub(crate) mod readbuf;
 pub(crate) mod replica;
 pub(crate) mod replicated;
+pub(crate) mod resolve;
 pub(crate) mod route;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;

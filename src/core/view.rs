@@ -73,8 +73,8 @@ impl<P> View<P> {
         out.rejoin.record_copy(wire, &fallback.server.addr, anyway)
     }
 
-    /// The members for `ring`'s servers: a server already present (same host and port) keeps
-    /// its member (pool, health), a new one gets `make(server)`.
+    /// The members for `ring`'s servers: a server already present (same host and port, reached
+    /// at the same address) keeps its member (pool, health), a new one gets `make(server)`.
     pub(crate) fn keep_or_make(
         &self,
         ring: &Ring,
@@ -85,7 +85,11 @@ impl<P> View<P> {
             .map(|s| {
                 self.members
                     .iter()
-                    .find(|m| m.server.host == s.host && m.server.port == s.port)
+                    .find(|m| {
+                        m.server.host == s.host
+                            && m.server.port == s.port
+                            && m.server.connect_host() == s.connect_host()
+                    })
                     .cloned()
                     .unwrap_or_else(|| make(s))
             })

@@ -7,6 +7,7 @@
 //! Layer: bytes. May import: `std` only; nothing of placement, the core or a client. Its
 //! errors are its own types, which `error` wraps.
 
+pub mod discovery;
 mod key;
 pub mod meta;
 mod reply;

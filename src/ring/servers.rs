@@ -47,6 +47,10 @@ pub struct Server {
     /// from the host: a server listed by IP address whose certificate holds a DNS name. In a
     /// server list: `tls_name=NAME` after the address. Placement never uses it.
     pub tls_name: Option<String>,
+    /// The address to connect to, where it differs from `host`: a discovered node is placed
+    /// by the name its peer hashes and reached at the IP the cluster configuration gives
+    /// (cluster discovery). Placement never uses it.
+    pub connect_to: Option<String>,
 }
 
 impl Server {
@@ -65,6 +69,7 @@ impl Server {
             name: None,
             addr,
             tls_name: None,
+            connect_to: None,
         }
     }
 
@@ -84,6 +89,28 @@ impl Server {
     pub fn with_tls_name(mut self, name: impl Into<String>) -> Server {
         self.tls_name = Some(name.into());
         self
+    }
+
+    /// The same server reached at `host` (an IP or a name) instead of its own host; its
+    /// placement does not change.
+    pub fn with_connect_to(mut self, host: impl Into<String>) -> Server {
+        self.connect_to = Some(host.into());
+        self
+    }
+
+    /// The host connections go to: [`connect_to`](Server::connect_to) if set, else `host`.
+    pub fn connect_host(&self) -> &str {
+        self.connect_to.as_deref().unwrap_or(&self.host)
+    }
+
+    /// The address connections go to, `connect_host:port`, with IPv6 in brackets.
+    pub fn connect_addr(&self) -> String {
+        let host = self.connect_host();
+        if host.contains(':') {
+            format!("[{host}]:{}", self.port)
+        } else {
+            format!("{host}:{}", self.port)
+        }
     }
 
     /// `host:port` as a socket address string, with IPv6 in brackets.
@@ -200,6 +227,7 @@ fn parse_entry(line: &str) -> Result<Server, String> {
         name: name.map(|n| n.to_string()),
         addr,
         tls_name,
+        connect_to: None,
     })
 }
 

@@ -29,6 +29,7 @@ pub(crate) struct PoolSettings {
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
     pub(crate) servers: Vec<Server>,
+    pub(crate) discovery: Option<crate::settings::Discovery>,
     pub(crate) flavor: Flavor,
     pub(crate) hash: Option<KeyHash>,
     pub(crate) point_hash: Option<KeyHash>,
@@ -54,6 +55,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             servers: Vec::new(),
+            discovery: None,
             flavor: Flavor::Libmemcached,
             hash: None,
             point_hash: None,
@@ -114,6 +116,9 @@ impl Settings {
             });
         }
         self.stampede.validate()?;
+        if let Some(d) = &self.discovery {
+            d.validate()?;
+        }
         if !self.prefix.is_empty() {
             proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
         }
@@ -204,6 +209,41 @@ impl<C> Builder<C> {
     pub fn server_list(mut self, text: &str) -> Result<Self> {
         self.settings.servers.extend(parse_server_list(text)?);
         Ok(self)
+    }
+
+    /// MemCachier's environment: the servers in `MEMCACHIER_SERVERS` (`host:port`, separated by
+    /// commas or spaces) and the MemCachier login of `MEMCACHIER_USERNAME` and
+    /// `MEMCACHIER_PASSWORD` ([`Credentials::memcachier_from_env`](crate::Credentials::memcachier_from_env)).
+    pub fn memcachier_from_env(mut self) -> Result<Self> {
+        let servers =
+            std::env::var("MEMCACHIER_SERVERS").map_err(|e| SettingError::Credentials {
+                source_name: "$MEMCACHIER_SERVERS".into(),
+                detail: format!("not set or not UTF-8 ({e})"),
+            })?;
+        let list = servers.replace([',', ' '], "\n");
+        self.settings.servers.extend(parse_server_list(&list)?);
+        Ok(self.credentials(crate::Credentials::memcachier_from_env()?))
+    }
+
+    /// Find the servers through cluster auto discovery (ElastiCache, Memorystore) instead of a
+    /// list: `build` asks `discovery`'s endpoint for the nodes (and fails if no configuration
+    /// comes), then a thread polls for new versions and applies each with `set_servers`.
+    /// Servers given with [`servers`](Builder::servers) are ignored. Discovered nodes are placed
+    /// with [`flavor`](Builder::flavor): `LibmemcachedModula` places as the AWS PHP client does
+    /// by default, `SpymemcachedModula` as the AWS Java client does (the `discovery` module has the table).
+    /// Default: no discovery.
+    pub fn discover(mut self, discovery: crate::settings::Discovery) -> Self {
+        self.settings.discovery = Some(discovery);
+        self
+    }
+
+    /// Resolve server names with `resolver` (default: the system's, [`SystemResolver`]).
+    /// Every connect resolves its server's host again, within the connect timeout.
+    ///
+    /// [`SystemResolver`]: crate::settings::SystemResolver
+    pub fn resolver(mut self, resolver: impl crate::settings::Resolve) -> Self {
+        self.settings.conn.resolver = Some(std::sync::Arc::new(resolver));
+        self
     }
 
     /// Placement flavor. Default: [`Flavor::Libmemcached`].

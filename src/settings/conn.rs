@@ -20,6 +20,8 @@ pub(crate) struct ConnOptions {
     pub(crate) credentials: Option<std::sync::Arc<crate::settings::Credentials>>,
     /// Text or meta commands.
     pub(crate) protocol: crate::settings::protocol::Protocol,
+    /// The resolver of server names; `None`: the system's.
+    pub(crate) resolver: Option<std::sync::Arc<dyn crate::settings::Resolve>>,
     /// TLS for every connection; `None`: plaintext.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<super::tls::TlsSetup>>,
@@ -33,7 +35,11 @@ impl ConnOptions {
     pub(crate) fn for_server(&self, server: &crate::Server) -> ConnOptions {
         #[cfg(feature = "tls")]
         return ConnOptions {
-            tls_name: server.tls_name.clone(),
+            // a discovered node reached at its IP still proves its host name
+            tls_name: server
+                .tls_name
+                .clone()
+                .or_else(|| server.connect_to.as_ref().map(|_| server.host.clone())),
             ..self.clone()
         };
         #[cfg(not(feature = "tls"))]
@@ -53,6 +59,7 @@ impl Default for ConnOptions {
             max_value_size: 1024 * 1024,
             credentials: None,
             protocol: crate::settings::protocol::Protocol::Text,
+            resolver: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "tls")]

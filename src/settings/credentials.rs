@@ -18,6 +18,37 @@ use std::path::Path;
 pub struct Credentials {
     user: String,
     password: String,
+    scheme: AuthScheme,
+}
+
+/// How a connection logs in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuthScheme {
+    /// memcached's `-Y`: the client asks `version` first and sends `set auth 0 0 <len>` with
+    /// `user password` as the data only to a server that answers "unauthenticated" (a server
+    /// without `-Y` would store it). The default.
+    #[default]
+    Memcached,
+    /// MemCachier's ASCII login, the first command of every connection: `set <user> 0 0 <len>`
+    /// with the password as the data, answered `STORED` (MemCachier answers nothing else before
+    /// it).
+    MemCachier,
+}
+
+impl std::str::FromStr for AuthScheme {
+    type Err = crate::error::SettingError;
+    /// `memcached` or `memcachier`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "memcached" => Ok(AuthScheme::Memcached),
+            "memcachier" => Ok(AuthScheme::MemCachier),
+            other => Err(SettingError::Credentials {
+                source_name: "the auth scheme".into(),
+                detail: format!("unknown scheme {other:?}; give memcached or memcachier"),
+            }),
+        }
+    }
 }
 
 impl fmt::Debug for Credentials {
@@ -40,18 +71,23 @@ impl Credentials {
             detail: detail.to_owned(),
         };
         if user.is_empty()
+            || user.len() > crate::proto::MAX_KEY_LEN
             || user
                 .bytes()
                 .any(|b| b == b' ' || b == b':' || b.is_ascii_control())
         {
             return Err(bad(
-                "the user name must be non-empty, without spaces, colons or control characters",
+                "the user name must be 1 to 250 bytes, without spaces, colons or control characters",
             ));
         }
         if password.is_empty() || password.bytes().any(|b| b == b'\r' || b == b'\n') {
             return Err(bad("the password must be non-empty and on one line"));
         }
-        Ok(Credentials { user, password })
+        Ok(Credentials {
+            user,
+            password,
+            scheme: AuthScheme::Memcached,
+        })
     }
 
     /// `user:password` (memcached's auth file format), from the first line of `text`.
@@ -87,9 +123,41 @@ impl Credentials {
         Self::parse(&text, &from)
     }
 
+    /// The same credentials, logging in with `scheme` (default [`AuthScheme::Memcached`]).
+    pub fn scheme(mut self, scheme: AuthScheme) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
     /// The user name.
     pub fn user(&self) -> &str {
         &self.user
+    }
+
+    /// How connections log in.
+    pub fn auth_scheme(&self) -> AuthScheme {
+        self.scheme
+    }
+
+    pub(crate) fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// MemCachier's environment: `MEMCACHIER_USERNAME` and `MEMCACHIER_PASSWORD`, logging in
+    /// the MemCachier way; the servers are in `MEMCACHIER_SERVERS`
+    /// ([`Builder::memcachier_from_env`](crate::Builder::memcachier_from_env) reads both).
+    pub fn memcachier_from_env() -> Result<Self, SettingError> {
+        let var = |name: &str| {
+            std::env::var(name).map_err(|e| SettingError::Credentials {
+                source_name: format!("${name}"),
+                detail: format!("not set or not UTF-8 ({e})"),
+            })
+        };
+        let (user, password) = (var("MEMCACHIER_USERNAME")?, var("MEMCACHIER_PASSWORD")?);
+        Ok(
+            Self::checked(user, password, "$MEMCACHIER_USERNAME/$MEMCACHIER_PASSWORD")?
+                .scheme(AuthScheme::MemCachier),
+        )
     }
 
     pub(crate) fn token(&self) -> Vec<u8> {

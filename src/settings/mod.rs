@@ -11,9 +11,11 @@
 mod builder;
 mod conn;
 mod credentials;
+mod discovery;
 pub(crate) mod expiry;
 mod failure;
 mod protocol;
+mod resolver;
 pub(crate) mod stampede;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
@@ -22,10 +24,12 @@ pub(crate) mod tls;
 pub use builder::{Builder, DEFAULT_REJOIN_LIMIT};
 pub(crate) use builder::{PoolSettings, Settings};
 pub(crate) use conn::ConnOptions;
-pub use credentials::Credentials;
+pub use credentials::{AuthScheme, Credentials};
+pub use discovery::{DEFAULT_DISCOVERY_INTERVAL, Discovery, DiscoveryKind};
 pub use expiry::Expiry;
 pub use failure::FailurePolicy;
 pub use protocol::{Protocol, UnknownProtocol};
+pub use resolver::{Resolve, SystemResolver};
 pub use stampede::Stampede;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -3,6 +3,7 @@
 //! [`ReadBuf`](super::readbuf::ReadBuf); a connection (blocking or async) only moves the
 //! bytes ([`Link::advance`](super::link::Link::advance)).
 
+mod discover;
 mod lease;
 mod lines;
 pub(crate) mod meta;
@@ -10,6 +11,7 @@ mod retrieve;
 mod single;
 mod write_many;
 
+pub(crate) use discover::Discover;
 pub(crate) use lease::{Lookup, MetaOne};
 pub(crate) use lines::{NoreplySets, StatsExchange};
 pub use lines::{STATS_MAX_BYTES, STATS_MAX_LINES};

@@ -1,0 +1,93 @@
+//! Cluster auto discovery settings: where to ask for the cluster's nodes and how often.
+
+use crate::error::SettingError;
+use crate::servers::Server;
+use std::time::Duration;
+
+/// The AWS clients' poll interval: 60 s.
+pub const DEFAULT_DISCOVERY_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Which managed service serves the cluster configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DiscoveryKind {
+    /// AWS ElastiCache for Memcached: the configuration endpoint is a name for the data nodes,
+    /// and every data node answers `config get cluster`. Polls ask the data nodes in turn and
+    /// the configuration endpoint last, as the AWS clients do.
+    ElastiCache,
+    /// GCP Memorystore for Memcached: a discovery endpoint that is never a data node, asked
+    /// alone.
+    Memorystore,
+}
+
+/// Where a client finds its nodes: a cluster configuration endpoint polled every `interval`
+/// (the `discovery` module). The nodes are placed with the client's flavor, named as that
+/// flavor's peer names a discovered node.
+///
+/// ```
+/// use memshard::settings::{Discovery, DiscoveryKind};
+/// let d = Discovery::new("127.0.0.1:11211")?.interval(std::time::Duration::from_secs(10));
+/// assert_eq!(d.kind(), DiscoveryKind::ElastiCache);
+/// assert_eq!(d.endpoint().port, 11211);
+/// # Ok::<(), memshard::SettingError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discovery {
+    endpoint: Server,
+    kind: DiscoveryKind,
+    interval: Duration,
+}
+
+impl Discovery {
+    /// An ElastiCache configuration endpoint, `host:port` (port 11211 when left out).
+    pub fn new(endpoint: &str) -> Result<Discovery, SettingError> {
+        let endpoint: Server = endpoint
+            .parse()
+            .map_err(
+                |e: crate::servers::ServerListError| SettingError::Discovery {
+                    detail: format!("endpoint {endpoint:?}: {}", e.reason),
+                },
+            )?;
+        Ok(Discovery {
+            endpoint,
+            kind: DiscoveryKind::ElastiCache,
+            interval: DEFAULT_DISCOVERY_INTERVAL,
+        })
+    }
+
+    /// A Memorystore discovery endpoint, `host:port`.
+    pub fn memorystore(endpoint: &str) -> Result<Discovery, SettingError> {
+        Ok(Discovery::new(endpoint)?.kind_of(DiscoveryKind::Memorystore))
+    }
+
+    /// The same endpoint, served by `kind`.
+    pub fn kind_of(mut self, kind: DiscoveryKind) -> Discovery {
+        self.kind = kind;
+        self
+    }
+
+    /// Poll every `interval` (default [`DEFAULT_DISCOVERY_INTERVAL`]; 1 ms to a day).
+    pub fn interval(mut self, interval: Duration) -> Discovery {
+        self.interval = interval;
+        self
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Server {
+        &self.endpoint
+    }
+
+    /// The service.
+    pub fn kind(&self) -> DiscoveryKind {
+        self.kind
+    }
+
+    /// The poll interval.
+    pub fn poll_interval(&self) -> Duration {
+        self.interval
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), SettingError> {
+        SettingError::check_timeout("discovery interval", self.interval)
+    }
+}
