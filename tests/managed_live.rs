@@ -1,0 +1,284 @@
+//! Managed memcached in the library, both clients: a node replaced under the same name (a new
+//! address from the resolver), resolution bounded by the connect timeout, and discovery that
+//! follows a new configuration version.
+//!
+//! Servers on 127.0.33.x (no other test binary uses 127.0.33.x); the discovery endpoint is
+//! `tests/fakes/elasticache_config.py`, serving the documented bytes.
+
+mod common;
+
+use common::servers::{Memcached, Owned, free_port};
+use memshard::discovery::Discovery;
+use memshard::settings::Resolve;
+use memshard::{Client, Expiry, Flavor, Server};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A name → address table a test can change: a DNS record repointed.
+#[derive(Debug, Clone, Default)]
+struct Table(Arc<Mutex<HashMap<String, SocketAddr>>>);
+
+impl Table {
+    fn point(&self, name: &str, to: SocketAddr) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_owned(), to);
+    }
+}
+
+impl Resolve for Table {
+    fn resolve(&self, host: &str, _port: u16) -> std::io::Result<Vec<SocketAddr>> {
+        let t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        t.get(host)
+            .map(|a| vec![*a])
+            .ok_or_else(|| std::io::ErrorKind::NotFound.into())
+    }
+}
+
+/// A resolver that never answers in time.
+#[derive(Debug)]
+struct Sick;
+
+impl Resolve for Sick {
+    fn resolve(&self, _: &str, _: u16) -> std::io::Result<Vec<SocketAddr>> {
+        std::thread::sleep(Duration::from_secs(5));
+        Err(std::io::ErrorKind::TimedOut.into())
+    }
+}
+
+/// Node `cache-a.test` on 127.0.33.`old`, and a replacement on 127.0.33.`new` at the same port.
+fn pair(old: u8, new: u8) -> (Memcached, Memcached, u16) {
+    loop {
+        let port = free_port(Ipv4Addr::new(127, 0, 33, old));
+        let a = Memcached::start(Ipv4Addr::new(127, 0, 33, old), port, "");
+        if std::net::TcpListener::bind((Ipv4Addr::new(127, 0, 33, new), port)).is_ok() {
+            let b = Memcached::start(Ipv4Addr::new(127, 0, 33, new), port, "");
+            return (a, b, port);
+        }
+    }
+}
+
+/// What the replaced-node scenario saw: errors while the name moved, and where keys went.
+fn replaced_node(
+    set: impl Fn(&str) -> memshard::Result<()>,
+    table: &Table,
+    a: Memcached,
+    b: &Memcached,
+) -> usize {
+    set("before").expect("set on the first address");
+    assert!(
+        a.raw_get(b"before").is_some(),
+        "the key went to the old address"
+    );
+    table.point("cache-a.test", b.sock());
+    drop(a);
+    let mut errors = 0;
+    for i in 0..50 {
+        if set(&format!("after:{i}")).is_err() {
+            errors += 1;
+        }
+    }
+    for i in 0..50 {
+        let k = format!("after:{i}");
+        if errors == 0 {
+            assert!(
+                b.raw_get(k.as_bytes()).is_some(),
+                "{k} is not on the new address"
+            );
+        }
+    }
+    errors
+}
+
+#[test]
+fn a_replaced_node_is_reached_at_its_new_address_by_name() {
+    let (a, b, port) = pair(1, 2);
+    let table = Table::default();
+    table.point("cache-a.test", a.sock());
+    let client = Client::builder()
+        .servers([Server::new("cache-a.test", port)])
+        .resolver(table.clone())
+        .build()
+        .expect("builds");
+    let set = |k: &str| client.set(k, "v", Expiry::NEVER).map(|_| ());
+    let errors = replaced_node(set, &table, a, &b);
+    // the pooled connection to the gone address fails its idle check: a new one resolves again
+    assert_eq!(errors, 0, "requests failed while the name moved");
+    // placement stays on the name
+    assert_eq!(
+        client.ring().servers()[0].addr,
+        format!("cache-a.test:{port}")
+    );
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn a_replaced_node_is_reached_at_its_new_address_by_name_async() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (a, b, port) = pair(3, 4);
+    let table = Table::default();
+    table.point("cache-a.test", a.sock());
+    let client = rt.block_on(async {
+        memshard::aio::Client::builder()
+            .servers([Server::new("cache-a.test", port)])
+            .resolver(table.clone())
+            .build()
+            .expect("builds")
+    });
+    let set = |k: &str| rt.block_on(client.set(k, "v", Expiry::NEVER)).map(|_| ());
+    let errors = replaced_node(set, &table, a, &b);
+    assert_eq!(errors, 0, "requests failed while the name moved");
+    assert_eq!(
+        client.ring().servers()[0].addr,
+        format!("cache-a.test:{port}")
+    );
+}
+
+#[test]
+fn resolution_is_bounded_by_the_connect_timeout() {
+    let client = Client::builder()
+        .servers([Server::new("cache-sick.test", 11211)])
+        .resolver(Sick)
+        .connect_timeout(Duration::from_millis(200))
+        .build()
+        .expect("builds");
+    let t = Instant::now();
+    let e = client.get("k").expect_err("no address in time");
+    println!("sick resolver: {e} after {:?}", t.elapsed());
+    assert!(
+        matches!(e, memshard::Error::Timeout { op: "resolve", .. }),
+        "{e:?}"
+    );
+}
+
+fn fakes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fakes")
+}
+
+/// The discovery endpoint serving `dir/config.txt`, and its address.
+fn endpoint(dir: &Path) -> (Owned, String) {
+    let ready = dir.join("ready");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(fakes().join("elasticache_config.py"))
+        .args(["--listen", "127.0.33.9:0", "--config"])
+        .arg(dir.join("config.txt"))
+        .stdout(std::fs::File::create(&ready).expect("ready file"))
+        .stderr(std::process::Stdio::null());
+    let owned = Owned::spawn(cmd).expect("python3 runs the fake");
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&ready).unwrap_or_default();
+        if let Some(port) = text
+            .strip_prefix("READY ")
+            .and_then(|p| p.trim().parse::<u16>().ok())
+        {
+            return (owned, format!("127.0.33.9:{port}"));
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the fake never got ready"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn serve(dir: &Path, body: &str) {
+    std::fs::write(dir.join("config.tmp"), body).expect("write");
+    std::fs::rename(dir.join("config.tmp"), dir.join("config.txt")).expect("rename");
+}
+
+fn body(version: u64, nodes: &[&Memcached]) -> String {
+    let e: Vec<String> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("n{i}.cache|{}|{}", m.sock().ip(), m.sock().port()))
+        .collect();
+    format!("{version}\n{}\n", e.join(" "))
+}
+
+/// Both clients: the first configuration at build, a newer one applied by the poll, an older
+/// one ignored, a malformed one kept out (the nodes stay).
+#[test]
+fn discovery_follows_newer_versions_in_both_clients() {
+    let dir = std::env::temp_dir().join(format!("memshard-managed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let m: Vec<Memcached> = (5..8)
+        .map(|i| Memcached::start(Ipv4Addr::new(127, 0, 33, i), 0, ""))
+        .collect();
+    serve(&dir, &body(1, &[&m[0], &m[1]]));
+    let (_fake, ep) = endpoint(&dir);
+    let d = Discovery::new(&ep)
+        .expect("endpoint")
+        .interval(Duration::from_millis(100));
+    let blocking = Client::builder()
+        .discover(d.clone())
+        .flavor(Flavor::LibmemcachedModula)
+        .build()
+        .expect("builds from the first configuration");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    #[cfg(feature = "async")]
+    let asynchronous = rt.block_on(async {
+        memshard::aio::Client::builder()
+            .discover(d.clone())
+            .flavor(Flavor::SpymemcachedModula)
+            .build()
+            .expect("builds")
+    });
+    let _ = &rt;
+    let wait_for = |what: &str, f: &dyn Fn() -> bool| {
+        let t = Instant::now();
+        while !f() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "{what} never happened"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        t.elapsed()
+    };
+    assert_eq!(blocking.ring().servers().len(), 2);
+    serve(&dir, &body(2, &[&m[0], &m[1], &m[2]]));
+    let took = wait_for("version 2", &|| {
+        blocking.discovery().is_some_and(|s| s.version == 2)
+    });
+    println!("blocking: version 2 applied {took:?} after the change (poll every 100 ms)");
+    assert_eq!(blocking.ring().servers().len(), 3);
+    #[cfg(feature = "async")]
+    {
+        wait_for("async version 2", &|| {
+            asynchronous.discovery().is_some_and(|s| s.version == 2)
+        });
+        assert_eq!(asynchronous.ring().servers().len(), 3);
+        // every key routed to the new node lands there
+        for i in 0..60 {
+            let k = format!("async:{i}");
+            rt.block_on(asynchronous.set(&k, "v", Expiry::NEVER))
+                .expect("set");
+        }
+        assert!(m[2].stat("curr_items") > 0, "the new node holds no key");
+    }
+    // an older version and a malformed reply change nothing
+    serve(&dir, &body(1, &[&m[0]]));
+    wait_for("polls of the older version", &|| {
+        blocking.discovery().is_some_and(|s| s.ignored >= 2)
+    });
+    serve(&dir, "3\nbroken\n");
+    wait_for("a failed poll", &|| {
+        blocking
+            .discovery()
+            .is_some_and(|s| s.last_error.is_some_and(|e| e.contains("host|ip|port")))
+    });
+    let s = blocking.discovery().expect("status");
+    assert_eq!((s.version, s.nodes, s.applied), (2, 3, 2), "{s:?}");
+    assert_eq!(blocking.ring().servers().len(), 3);
+    for i in 0..60 {
+        blocking
+            .set(format!("blocking:{i}"), "v", Expiry::NEVER)
+            .expect("the nodes in force still serve");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
