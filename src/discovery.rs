@@ -143,6 +143,7 @@ fn ask(node: &Server, opts: &ConnOptions) -> Result<ClusterConfig> {
         server: label,
         max_value: opts.max_value_size,
         protocol: crate::Protocol::Text,
+        caps: opts.caps,
     };
     let mut rb = ReadBuf::default();
     if let Some(c) = &opts.credentials {

@@ -90,6 +90,16 @@ pub enum SettingError {
         /// What is wrong.
         detail: String,
     },
+    /// Request caps that leave no room for a request.
+    #[error(
+        "request caps of {keys} keys and {bytes} bytes leave no room; give at least 1 key and 32 bytes"
+    )]
+    RequestCaps {
+        /// Keys per line given.
+        keys: usize,
+        /// Bytes per line given.
+        bytes: usize,
+    },
     /// A discovery setting cannot be used.
     #[error("discovery: {detail}")]
     Discovery {

@@ -282,3 +282,80 @@ fn discovery_follows_newer_versions_in_both_clients() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that answers every `get` line with `END` and records the lines.
+fn line_recorder() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.33.10:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let seen = lines.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().expect("clone");
+                for line in BufReader::new(s).lines().map_while(|l| l.ok()) {
+                    let reply: &[u8] = if line.starts_with("version") {
+                        b"VERSION 1.6.21\r\n"
+                    } else {
+                        b"END\r\n"
+                    };
+                    seen.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                    if w.write_all(reply).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (addr, lines)
+}
+
+/// Both clients split a multi-key get by the caps: no line over 3 keys or 40 bytes.
+#[test]
+fn request_caps_bound_every_get_line_in_both_clients() {
+    let keys: Vec<String> = (0..10).map(|i| format!("caps:key:{i}")).collect();
+    let check = |lines: &Arc<Mutex<Vec<String>>>| {
+        let lines = lines.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let gets: Vec<&String> = lines.iter().filter(|l| l.starts_with("get ")).collect();
+        let asked: usize = gets.iter().map(|l| l.split(' ').count() - 1).sum();
+        assert_eq!(asked, 10, "{gets:?}");
+        for l in &gets {
+            assert!(l.split(' ').count() - 1 <= 3, "{l}");
+            assert!(l.len() + 2 <= 40, "{l}");
+        }
+        gets.len()
+    };
+    let (addr, lines) = line_recorder();
+    let server = Server::new(addr.ip().to_string(), addr.port());
+    let client = Client::builder()
+        .servers([server.clone()])
+        .request_caps(3, 40)
+        .build()
+        .expect("builds");
+    let hits = client.get_multi(&keys);
+    assert!(hits.iter().all(|h| matches!(h, Ok(None))), "{hits:?}");
+    // "get caps:key:0 caps:key:1 caps:key:2\r\n" is 38 bytes: 3 keys fit, 4 lines in all
+    assert_eq!(check(&lines), 4);
+    let refused = Client::builder()
+        .servers([server.clone()])
+        .request_caps(0, 40)
+        .build();
+    assert!(matches!(refused, Err(memshard::Error::Setting(_))));
+    #[cfg(feature = "async")]
+    {
+        let (addr, lines) = line_recorder();
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        rt.block_on(async {
+            let client = memshard::aio::Client::builder()
+                .servers([Server::new(addr.ip().to_string(), addr.port())])
+                .request_caps(3, 40)
+                .build()
+                .expect("builds");
+            let hits = client.get_multi(&keys).await;
+            assert!(hits.iter().all(|h| matches!(h, Ok(None))), "{hits:?}");
+        });
+        assert_eq!(check(&lines), 4);
+    }
+}

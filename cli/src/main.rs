@@ -201,6 +201,15 @@ struct NetArgs {
     /// text (every memcached and proxy) or meta (memcached 1.6 and later: mg, ms, md, ma, mn).
     #[arg(long, default_value = "text", value_name = "PROTOCOL")]
     protocol: memshard::Protocol,
+    /// Most keys in one `get` line; more keys are split over several lines (endpoints that cap
+    /// a request, e.g. ElastiCache Serverless).
+    #[arg(long, default_value_t = 100, value_name = "N",
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    max_keys_per_request: usize,
+    /// Most bytes in one `get` line (its CR LF included; at least 32); a longer key goes alone.
+    #[arg(long, value_name = "BYTES",
+          value_parser = RangedU64ValueParser::<usize>::new().range(32..))]
+    max_request_bytes: Option<usize>,
     #[command(flatten)]
     security: security::SecurityArgs,
 }
@@ -449,6 +458,10 @@ impl RingArgs {
                     net.auto_eject,
                 ))
                 .protocol(net.protocol)
+                .request_caps(
+                    net.max_keys_per_request,
+                    net.max_request_bytes.unwrap_or(usize::MAX),
+                )
                 .pool_size(pool_size);
             if let Some(h) = hash {
                 b = b.hash(h);
@@ -482,6 +495,10 @@ impl RingArgs {
             .checkout_timeout(t)
             .failure_policy(policy)
             .protocol(net.protocol)
+            .request_caps(
+                net.max_keys_per_request,
+                net.max_request_bytes.unwrap_or(usize::MAX),
+            )
             .pool_size(pool_size);
         if let Some(tag) = ring.hash_tag() {
             b = b.hash_tag(tag);

@@ -506,3 +506,48 @@ fn memcachier_login_through_the_cli() {
     assert!(text(&o).contains("requires authentication"), "{}", text(&o));
     assert_eq!(backend.raw_get(b"app-7"), None);
 }
+
+/// Request caps split a long `get` over several lines, and every key still comes back, on both
+/// protocols.
+#[test]
+fn request_caps_split_a_long_get() {
+    let m = Memcached::start(Ipv4Addr::new(127, 0, 32, 6), 0, "");
+    let dir = tempdir::Dir::new("caps");
+    let servers = dir.path().join("servers.txt");
+    fs::write(&servers, format!("{}\n", m.addr())).expect("servers");
+    let servers = servers.to_str().expect("utf-8 path");
+    let keys: Vec<String> = (0..50).map(|i| format!("capped:key:{i}")).collect();
+    let lines: String = keys.iter().map(|k| format!("{k}\tv\n")).collect();
+    let o = memshard(&["set", "--servers", servers], &lines, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    for protocol in ["text", "meta"] {
+        let o = memshard(
+            &[
+                "get",
+                "--servers",
+                servers,
+                "--protocol",
+                protocol,
+                "--max-keys-per-request",
+                "3",
+                "--max-request-bytes",
+                "40",
+            ],
+            &keys.join("\n"),
+            &[],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).lines().count(),
+            50,
+            "{protocol}: {}",
+            text(&o)
+        );
+    }
+    let o = memshard(
+        &["get", "--servers", servers, "--max-request-bytes", "8", "k"],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

@@ -140,6 +140,7 @@ mod tests {
             server: "s:1",
             max_value: 1024,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         }
     }
 

@@ -318,6 +318,7 @@ impl Link {
             server: &self.server,
             max_value: self.opts.max_value_size,
             protocol: self.opts.protocol,
+            caps: self.opts.caps,
         };
         let step = ex.step(&mut self.rb, &mut self.wbuf, &ctx);
         match step {

@@ -119,6 +119,13 @@ impl Settings {
         if let Some(d) = &self.discovery {
             d.validate()?;
         }
+        let caps = self.conn.caps;
+        if caps.keys == 0 || caps.bytes < 32 {
+            return Err(SettingError::RequestCaps {
+                keys: caps.keys,
+                bytes: caps.bytes,
+            });
+        }
         if !self.prefix.is_empty() {
             proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
         }
@@ -243,6 +250,14 @@ impl<C> Builder<C> {
     /// [`SystemResolver`]: crate::settings::SystemResolver
     pub fn resolver(mut self, resolver: impl crate::settings::Resolve) -> Self {
         self.settings.conn.resolver = Some(std::sync::Arc::new(resolver));
+        self
+    }
+
+    /// Split multi-key retrievals into lines of at most `keys` keys and `bytes` bytes (for
+    /// endpoints that cap a request, such as ElastiCache Serverless). Default: 100 keys, no
+    /// byte limit. `keys` 0 or `bytes` below 32 is refused at build.
+    pub fn request_caps(mut self, keys: usize, bytes: usize) -> Self {
+        self.settings.conn.caps = crate::settings::RequestCaps { keys, bytes };
         self
     }
 

@@ -20,6 +20,8 @@ pub(crate) struct ConnOptions {
     pub(crate) credentials: Option<std::sync::Arc<crate::settings::Credentials>>,
     /// Text or meta commands.
     pub(crate) protocol: crate::settings::protocol::Protocol,
+    /// Limits of one multi-key request line.
+    pub(crate) caps: RequestCaps,
     /// The resolver of server names; `None`: the system's.
     pub(crate) resolver: Option<std::sync::Arc<dyn crate::settings::Resolve>>,
     /// TLS for every connection; `None`: plaintext.
@@ -60,10 +62,38 @@ impl Default for ConnOptions {
             credentials: None,
             protocol: crate::settings::protocol::Protocol::Text,
             resolver: None,
+            caps: RequestCaps::DEFAULT,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "tls")]
             tls_name: None,
         }
+    }
+}
+
+/// Limits of one multi-key retrieval line (`get k1 k2 …`): a request for more keys is split
+/// into lines of at most `keys` keys and `bytes` bytes each, written together, for endpoints
+/// that refuse longer lines (ElastiCache Serverless). Meta commands send one key per line
+/// whatever the caps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestCaps {
+    /// Most keys in one line, at least 1. Default 100.
+    pub keys: usize,
+    /// Most bytes in one line, its `\r\n` included; a key too long to share a line goes
+    /// alone. Default: no limit.
+    pub bytes: usize,
+}
+
+impl RequestCaps {
+    /// 100 keys a line, no byte limit.
+    pub const DEFAULT: RequestCaps = RequestCaps {
+        keys: 100,
+        bytes: usize::MAX,
+    };
+}
+
+impl Default for RequestCaps {
+    fn default() -> Self {
+        Self::DEFAULT
     }
 }

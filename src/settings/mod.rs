@@ -24,6 +24,7 @@ pub(crate) mod tls;
 pub use builder::{Builder, DEFAULT_REJOIN_LIMIT};
 pub(crate) use builder::{PoolSettings, Settings};
 pub(crate) use conn::ConnOptions;
+pub use conn::RequestCaps;
 pub use credentials::{AuthScheme, Credentials};
 pub use discovery::{DEFAULT_DISCOVERY_INTERVAL, Discovery, DiscoveryKind};
 pub use expiry::Expiry;

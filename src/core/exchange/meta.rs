@@ -234,6 +234,7 @@ pub(crate) mod testing {
         server: "s:1",
         max_value: 1024,
         protocol: crate::Protocol::Meta,
+        caps: crate::settings::RequestCaps::DEFAULT,
     };
 
     /// The numbers of the `O` tokens in `out`, in order.

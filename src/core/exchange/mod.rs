@@ -33,6 +33,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) max_value: usize,
     /// Text or meta commands.
     pub(crate) protocol: crate::Protocol,
+    /// Limits of one multi-key request line.
+    pub(crate) caps: crate::settings::RequestCaps,
 }
 
 /// What an exchange needs next.

@@ -1,5 +1,6 @@
-//! `get`/`gets`/`gat`/`gats` of one or many keys: requests of at most [`GET_BATCH`] keys each,
-//! all written at once, and each `VALUE` matched to a key asked.
+//! `get`/`gets`/`gat`/`gats` of one or many keys: requests of at most the connection's
+//! [`RequestCaps`](crate::settings::RequestCaps) (100 keys by default) each, all written at
+//! once, and each `VALUE` matched to a key asked.
 
 use super::{Ctx, Exchange, Step, meta, refusal};
 use crate::core::readbuf::ReadBuf;
@@ -7,9 +8,6 @@ use crate::error::{Error, Result};
 use crate::outcome::Item;
 use crate::proto::meta::{MetaFlag, MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{Parsed, Request, RetrievalItem, parse_retrieval};
-
-/// Keys per `get` command (memcached accepts long lines, proxies may not).
-pub(crate) const GET_BATCH: usize = 100;
 
 /// A retrieval of `keys` (as sent) from one server. [`Retrieve::take_hits`] holds one entry
 /// per key, in order; after a failure, the first [`Retrieve::answered`] have their final
@@ -20,8 +18,10 @@ pub(crate) struct Retrieve<'a> {
     cas: bool,
     touch: Option<u32>,
     hits: Vec<Option<Item>>,
-    /// The batch whose reply is being read.
-    batch: usize,
+    /// The first key of the batch whose reply is being read.
+    start: usize,
+    /// The end of that batch (one past its last key).
+    end: usize,
     /// Within the batch: the first key a `VALUE` may still answer.
     next: usize,
     sent: bool,
@@ -37,7 +37,8 @@ impl<'a> Retrieve<'a> {
             cas,
             touch,
             hits: vec![None; keys.len()],
-            batch: 0,
+            start: 0,
+            end: 0,
             next: 0,
             sent: false,
             meta: None,
@@ -47,7 +48,7 @@ impl<'a> Retrieve<'a> {
     /// How many keys (from the first) have their final result: those of the batches read to
     /// their `END`.
     pub(crate) fn answered(&self) -> usize {
-        (self.batch * GET_BATCH).min(self.keys.len())
+        self.start
     }
 
     /// The values read so far, one entry per key.
@@ -60,8 +61,30 @@ impl<'a> Retrieve<'a> {
         self.hits.pop().flatten()
     }
 
-    fn batches(&self) -> usize {
-        self.keys.len().div_ceil(GET_BATCH)
+    /// One past the last key of the batch starting at `start`: as many keys as `caps` let one
+    /// line hold, and at least one.
+    fn batch_end(&self, start: usize, caps: crate::settings::RequestCaps) -> usize {
+        // `gats <exptime>` and the line end; the exptime's digits count too
+        let head = match self.touch {
+            None => 3 + usize::from(self.cas),
+            Some(e) => 4 + usize::from(self.cas) + e.checked_ilog10().unwrap_or(0) as usize + 1,
+        } + 2;
+        let mut bytes = head;
+        let mut end = start;
+        while end < self.keys.len() && end - start < caps.keys {
+            let add = 1 + self.keys[end].len();
+            if end > start && bytes.saturating_add(add) > caps.bytes {
+                break;
+            }
+            bytes = bytes.saturating_add(add);
+            end += 1;
+        }
+        end
+    }
+
+    /// Every key's result is final.
+    fn all_read(&self) -> bool {
+        self.start >= self.keys.len()
     }
 }
 
@@ -96,7 +119,7 @@ impl Exchange for Retrieve<'_> {
 
     fn restart(&mut self) {
         self.hits = vec![None; self.keys.len()];
-        self.batch = 0;
+        (self.start, self.end) = (0, 0);
         self.next = 0;
         self.sent = false;
         self.meta = None;
@@ -120,7 +143,11 @@ impl Exchange for Retrieve<'_> {
             return self.read_meta(rb, ctx, base);
         }
         if !self.sent {
-            for keys in self.keys.chunks(GET_BATCH) {
+            let mut start = 0;
+            while start < self.keys.len() {
+                let end = self.batch_end(start, ctx.caps);
+                let keys = &self.keys[start..end];
+                start = end;
                 let request = match self.touch {
                     None => Request::Get {
                         keys,
@@ -138,6 +165,7 @@ impl Exchange for Retrieve<'_> {
             if self.keys.is_empty() {
                 return Ok(Step::Done(()));
             }
+            self.end = self.batch_end(0, ctx.caps);
             return Ok(Step::Write);
         }
         loop {
@@ -146,8 +174,8 @@ impl Exchange for Retrieve<'_> {
                 Parsed::Incomplete => return Ok(Step::Read),
                 Parsed::Done(item, used) => (item, used),
             };
-            let base = self.batch * GET_BATCH;
-            let batch = &self.keys[base..(base + GET_BATCH).min(self.keys.len())];
+            let base = self.start;
+            let batch = &self.keys[base..self.end];
             match item {
                 RetrievalItem::Value {
                     key,
@@ -169,13 +197,14 @@ impl Exchange for Retrieve<'_> {
                     self.next += 1;
                 }
                 RetrievalItem::End => {
-                    self.batch += 1;
+                    self.start = self.end;
+                    self.end = self.batch_end(self.start, ctx.caps);
                     self.next = 0;
                 }
                 RetrievalItem::Failed(reply) => {
                     let refused = refusal(reply, ctx.server, self.command())?;
                     rb.consume(used);
-                    if self.batch + 1 < self.batches() {
+                    if self.end < self.keys.len() {
                         // the replies to the later batches are still on the wire
                         return Err(refused);
                     }
@@ -183,7 +212,7 @@ impl Exchange for Retrieve<'_> {
                 }
             }
             rb.consume(used);
-            if self.batch == self.batches() {
+            if self.all_read() {
                 return Ok(Step::Done(()));
             }
         }
@@ -247,12 +276,12 @@ impl Retrieve<'_> {
             match r.status {
                 MetaStatus::Noop if quiet && r.tokens.opaque.is_none() => {
                     rb.consume(used);
-                    self.batch = self.batches();
+                    self.start = self.keys.len();
                     return Ok(Step::Done(()));
                 }
                 MetaStatus::Miss if !quiet && meta::opaque_of(&r, bytes) == Some(base) => {
                     rb.consume(used);
-                    self.batch = self.batches();
+                    self.start = self.keys.len();
                     return Ok(Step::Done(()));
                 }
                 MetaStatus::Value => {
@@ -266,7 +295,7 @@ impl Retrieve<'_> {
                     self.next = at + 1;
                     rb.consume(used);
                     if !quiet {
-                        self.batch = self.batches();
+                        self.start = self.keys.len();
                         return Ok(Step::Done(()));
                     }
                 }
@@ -291,8 +320,92 @@ mod tests {
             server: "s:1",
             max_value: 1024,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         };
         ex.step(rb, &mut Vec::new(), &ctx)
+    }
+
+    /// The lines `keys` are sent in under `caps`, and the hits after `replies`.
+    fn capped(
+        keys: &[&[u8]],
+        touch: Option<u32>,
+        caps: crate::settings::RequestCaps,
+        replies: &[u8],
+    ) -> (String, Vec<Option<Item>>, usize) {
+        let mut ex = Retrieve::new(keys, touch.is_some(), touch);
+        let ctx = Ctx {
+            server: "s:1",
+            max_value: 1024,
+            protocol: crate::Protocol::Text,
+            caps,
+        };
+        let (mut rb, mut out) = (ReadBuf::default(), Vec::new());
+        assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
+        let spare = rb.spare();
+        spare[..replies.len()].copy_from_slice(replies);
+        rb.filled(replies.len());
+        let r = ex.step(&mut rb, &mut Vec::new(), &ctx);
+        let answered = ex.answered();
+        if !matches!(r, Ok(Step::Done(()))) {
+            return (
+                String::from_utf8_lossy(&out).into_owned(),
+                Vec::new(),
+                answered,
+            );
+        }
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            ex.take_hits(),
+            answered,
+        )
+    }
+
+    #[test]
+    fn request_caps_split_the_lines_by_keys_and_bytes() {
+        use crate::settings::RequestCaps;
+        let keys: Vec<&[u8]> = vec![b"aaaa", b"bbbb", b"cccc", b"dddddddddddddddddddddd", b"e"];
+        let by_keys = RequestCaps {
+            keys: 2,
+            bytes: usize::MAX,
+        };
+        let replies = b"VALUE bbbb 0 1\r\nb\r\nEND\r\nVALUE cccc 0 1\r\nc\r\nEND\r\nVALUE e 0 1\r\ne\r\nEND\r\n";
+        let (lines, hits, _) = capped(&keys, None, by_keys, replies);
+        assert_eq!(
+            lines,
+            "get aaaa bbbb\r\nget cccc dddddddddddddddddddddd\r\nget e\r\n"
+        );
+        let got: Vec<bool> = hits.iter().map(Option::is_some).collect();
+        assert_eq!(got, [false, true, true, false, true]);
+        // "get aaaa bbbb\r\n" is 15 bytes; the long key goes alone
+        let by_bytes = RequestCaps {
+            keys: 100,
+            bytes: 15,
+        };
+        let replies = b"END\r\nVALUE cccc 0 1\r\nc\r\nEND\r\nEND\r\nEND\r\n";
+        let (lines, hits, _) = capped(&keys, None, by_bytes, replies);
+        assert_eq!(
+            lines,
+            "get aaaa bbbb\r\nget cccc\r\nget dddddddddddddddddddddd\r\nget e\r\n"
+        );
+        assert!(hits[2].is_some() && hits.iter().filter(|h| h.is_some()).count() == 1);
+        // gats counts its exptime: "gats 300 aaaa\r\n" is 15 bytes
+        let (lines, _, _) = capped(&keys[..2], Some(300), by_bytes, b"END\r\nEND\r\n");
+        assert_eq!(lines, "gats 300 aaaa\r\ngats 300 bbbb\r\n");
+        // a value for a key of another line is refused; the lines before it count as answered
+        let (_, hits, answered) = capped(
+            &keys,
+            None,
+            by_keys,
+            b"END\r\nVALUE aaaa 0 1\r\na\r\nEND\r\n",
+        );
+        assert!(hits.is_empty());
+        assert_eq!(answered, 2);
+        // the default: 100 keys a line
+        let many: Vec<Vec<u8>> = (0..250).map(|i| format!("k{i}").into_bytes()).collect();
+        let many: Vec<&[u8]> = many.iter().map(|k| &k[..]).collect();
+        let (lines, _, _) = capped(&many, None, RequestCaps::DEFAULT, b"END\r\nEND\r\nEND\r\n");
+        let counts: Vec<usize> = lines.lines().map(|l| l.split(' ').count() - 1).collect();
+        assert_eq!(counts, [100, 100, 50]);
     }
 
     #[test]
@@ -304,6 +417,7 @@ mod tests {
             server: "s:1",
             max_value: 1024,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         };
         let mut rb = ReadBuf::default();
         assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
@@ -338,6 +452,7 @@ mod tests {
             server: "s:1",
             max_value: 1024,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         };
         let mut rb = ReadBuf::default();
         let _ = ex.step(&mut rb, &mut out, &ctx);

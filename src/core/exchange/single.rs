@@ -242,6 +242,7 @@ mod tests {
             server: "s:1",
             max_value: 1024,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         };
         assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
         assert!(matches!(

@@ -291,6 +291,7 @@ mod tests {
             server: "s:1",
             max_value: 1,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         };
         let mut rb = ReadBuf::default();
         let mut out = Vec::new();

@@ -660,6 +660,7 @@ pub(crate) mod tests {
             server: "s:1",
             max_value: 1024,
             protocol: crate::Protocol::Text,
+            caps: crate::settings::RequestCaps::DEFAULT,
         };
         let first = |r: &mut Rejoin<'_, NoPool>| {
             let mut out = Vec::new();
