@@ -359,3 +359,93 @@ fn request_caps_bound_every_get_line_in_both_clients() {
         assert_eq!(check(&lines), 4);
     }
 }
+
+/// The old node still answers after its name moved: the pooled connections to it go at the
+/// first failure (the name is looked up again), never carrying keys to the old address.
+fn moved_while_the_old_node_answers(
+    set: &dyn Fn(&str) -> memshard::Result<()>,
+    settle: &dyn Fn(),
+    table: &Table,
+    a: &Memcached,
+    b: &Memcached,
+) {
+    set("warm").expect("set on the first address");
+    assert!(a.raw_get(b"warm").is_some());
+    table.point("cache-a.test", b.sock());
+    a.signal("STOP");
+    let failed = set("during");
+    a.signal("CONT");
+    assert!(failed.is_err(), "a stopped node answered");
+    settle();
+    for i in 0..20 {
+        let k = format!("moved:{i}");
+        set(&k).expect("set after the move");
+        assert!(
+            b.raw_get(k.as_bytes()).is_some(),
+            "{k} not on the new address"
+        );
+        assert!(
+            a.raw_get(k.as_bytes()).is_none(),
+            "{k} went to the old address"
+        );
+    }
+}
+
+fn patient() -> memshard::FailurePolicy {
+    // never marked down: marking down drops the connections by itself, which would hide
+    // whether the failed connection's name lookup did
+    memshard::FailurePolicy::new(0, Duration::from_secs(1), false)
+}
+
+#[test]
+fn connections_to_an_old_address_go_after_a_failure() {
+    let (a, b, port) = pair(11, 12);
+    let table = Table::default();
+    table.point("cache-a.test", a.sock());
+    let client = Client::builder()
+        .servers([Server::new("cache-a.test", port)])
+        .resolver(table.clone())
+        .min_idle(3)
+        .pool_size(4)
+        .read_timeout(Duration::from_millis(300))
+        .failure_policy(patient())
+        .build()
+        .expect("builds");
+    let set = |k: &str| client.set(k, "v", Expiry::NEVER).map(|_| ());
+    moved_while_the_old_node_answers(&set, &|| {}, &table, &a, &b);
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn connections_to_an_old_address_go_after_a_failure_async() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (a, b, port) = pair(13, 14);
+    let table = Table::default();
+    table.point("cache-a.test", a.sock());
+    let client = rt.block_on(async {
+        memshard::aio::Client::builder()
+            .servers([Server::new("cache-a.test", port)])
+            .resolver(table.clone())
+            .pool_size(4)
+            .read_timeout(Duration::from_millis(300))
+            .failure_policy(patient())
+            .build()
+            .expect("builds")
+    });
+    // several connections to the old address, idle in the pool
+    rt.block_on(async {
+        let sets: Vec<_> = (0..4)
+            .map(|i| {
+                let c = client.clone();
+                tokio::spawn(async move { c.set(format!("warm:{i}"), "v", Expiry::NEVER).await })
+            })
+            .collect();
+        for s in sets {
+            s.await.expect("task").expect("warm");
+        }
+    });
+    let set = |k: &str| rt.block_on(client.set(k, "v", Expiry::NEVER)).map(|_| ());
+    // the name is looked up again off the runtime's threads: let that finish
+    let settle = || std::thread::sleep(Duration::from_millis(300));
+    moved_while_the_old_node_answers(&set, &settle, &table, &a, &b);
+}

@@ -23,6 +23,16 @@ enum Stream {
 }
 
 impl Stream {
+    /// The address a network connection reached.
+    fn peer(&self) -> Option<std::net::SocketAddr> {
+        match self {
+            Stream::Tcp(s) => s.peer_addr().ok(),
+            Stream::Unix(_) => None,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.get_ref().0.peer_addr().ok(),
+        }
+    }
+
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf).await,
@@ -79,6 +89,11 @@ impl std::fmt::Debug for AsyncConn {
 }
 
 impl AsyncConn {
+    /// The address this connection reached (none for a unix socket).
+    pub(crate) fn peer(&self) -> Option<std::net::SocketAddr> {
+        self.stream.peer()
+    }
+
     /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`, within
     /// the connect timeout, and log in if the options have credentials.
     pub(crate) async fn connect(

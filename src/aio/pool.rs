@@ -77,6 +77,9 @@ pub(crate) struct Manager {
     generation: Arc<AtomicU64>,
     /// New connections made and waiting for their login's answer.
     logins: Arc<AtomicUsize>,
+    /// The address the newest connection reached: a new connection elsewhere means the
+    /// server's name now resolves to another address, and the older connections go.
+    peer: Arc<Mutex<Option<std::net::SocketAddr>>>,
 }
 
 /// A login under way, counted in [`Manager::logins`] until dropped (even with its future).
@@ -102,6 +105,15 @@ impl bb8::ManageConnection for Manager {
     async fn connect(&self) -> Result<AsyncConn, Error> {
         let s = &self.server;
         let mut c = AsyncConn::open(s.connect_host(), s.port, &s.addr, &self.opts).await?;
+        if let Some(peer) = c.peer() {
+            let mut last = self.peer.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|p| p != peer) {
+                // a node replaced under the same name: the connections to its old address
+                // are never reused (`has_broken`, `is_current`)
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            }
+            *last = Some(peer);
+        }
         if self.opts.credentials.is_some() {
             let _counted = LoggingIn::new(&self.logins);
             c.login().await?;
@@ -143,6 +155,11 @@ pub(crate) struct Pool {
     logins: Arc<AtomicUsize>,
     /// How long a checkout waits.
     pub(crate) checkout_timeout: std::time::Duration,
+    /// The server, its options and the address its newest connection reached, to look its
+    /// name up again after a failure.
+    server: Server,
+    opts: ConnOptions,
+    peer: Arc<Mutex<Option<std::net::SocketAddr>>>,
 }
 
 /// A connection checked out of bb8.
@@ -165,11 +182,13 @@ impl Pool {
         let failures: ConnectFailures = Arc::new(tokio::sync::watch::Sender::new(None));
         let generation = Arc::new(AtomicU64::new(0));
         let logins = Arc::new(AtomicUsize::new(0));
+        let peer = Arc::new(Mutex::new(None));
         let manager = Manager {
             server: server.clone(),
-            opts,
+            opts: opts.clone(),
             generation: generation.clone(),
             logins: logins.clone(),
+            peer: peer.clone(),
         };
         let bb8 = bb8::Pool::builder()
             .max_size(cfg.size)
@@ -190,6 +209,9 @@ impl Pool {
             waiting: AtomicUsize::new(0),
             logins,
             checkout_timeout: cfg.checkout_timeout,
+            server: server.clone(),
+            opts,
+            peer,
         }
     }
 
@@ -208,6 +230,9 @@ impl Pool {
     /// waits in bb8; otherwise back to bb8, which closes it if it is broken, in flight or
     /// stale, and otherwise hands it to a waiting checkout.
     pub(crate) fn give_back(&self, c: Pooled) {
+        if c.link.is_broken() {
+            self.recheck_address();
+        }
         let Some(idle) = &self.idle else { return };
         if c.link.is_broken() || c.link.is_in_flight() || !self.is_current(&c) {
             return;
@@ -227,6 +252,31 @@ impl Pool {
     pub(crate) fn wait(&self) -> (Waiting<'_>, Option<Pooled>) {
         self.waiting.fetch_add(1, Ordering::SeqCst);
         (Waiting(self), self.take_idle())
+    }
+
+    /// After a connection failed: if the server's name no longer resolves to the address the
+    /// pool's connections reached (a node replaced under the same name while the old one
+    /// still answers), they are never reused. Looked up off the runtime's threads; an IP
+    /// address, a unix socket or a failed lookup changes nothing.
+    fn recheck_address(&self) {
+        let last = *self.peer.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(peer) = last else { return };
+        if !crate::core::resolve::is_name(self.server.connect_host()) {
+            return;
+        }
+        let (server, opts, generation) = (
+            self.server.clone(),
+            self.opts.clone(),
+            self.generation.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let host = server.connect_host();
+            if let Ok(addrs) = crate::core::resolve::resolve(&opts, host, server.port, &server.addr)
+                && !addrs.contains(&peer)
+            {
+                generation.fetch_add(1, Ordering::AcqRel);
+            }
+        });
     }
 
     /// Whether `c` was made in the current generation.

@@ -24,6 +24,16 @@ enum Stream {
 }
 
 impl Stream {
+    /// The address a network connection reached.
+    fn peer(&self) -> Option<std::net::SocketAddr> {
+        match self {
+            Stream::Tcp(s) => s.peer_addr().ok(),
+            Stream::Unix(_) => None,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.sock.peer_addr().ok(),
+        }
+    }
+
     fn set_read_timeout(&self, d: Duration) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(Some(d)),
@@ -131,6 +141,11 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
+    /// The address this connection reached (none for a unix socket).
+    pub(crate) fn peer(&self) -> Option<std::net::SocketAddr> {
+        self.stream.peer()
+    }
+
     /// Connect to `host:port`, or to the unix socket at `host` when it starts with `/`.
     pub(crate) fn connect(host: &str, port: u16, server: &str, opts: &ConnOptions) -> Result<Conn> {
         let stream = if host.starts_with('/') {

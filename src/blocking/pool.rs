@@ -52,6 +52,9 @@ struct State {
     waiting: usize,
     /// Bumped by [`Pool::invalidate`]; connections of an older one are never reused.
     generation: u64,
+    /// The address the newest connection reached: a new connection elsewhere means the
+    /// server's name now resolves to another address, and the older connections go.
+    peer: Option<std::net::SocketAddr>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -147,6 +150,7 @@ impl Pool {
                 busy: 0,
                 waiting: 0,
                 generation: 0,
+                peer: None,
             }),
             returned: Condvar::new(),
         }
@@ -261,6 +265,7 @@ impl Pool {
     fn connect_in_slot(&self, generation: u64) -> Result<Pooled<'_>> {
         match Conn::connect(&self.host, self.port, &self.server, &self.opts) {
             Ok(mut conn) => {
+                let generation = self.reached(&conn, generation);
                 conn.link.checked_out();
                 self.top_up();
                 Ok(Pooled {
@@ -290,6 +295,10 @@ impl Pool {
             let generation = st.generation;
             drop(st);
             let made = Conn::connect(&self.host, self.port, &self.server, &self.opts);
+            let generation = match &made {
+                Ok(conn) => self.reached(conn, generation),
+                Err(_) => generation,
+            };
             let mut st = self.lock();
             match made {
                 Ok(conn) if generation == st.generation => {
@@ -301,6 +310,44 @@ impl Pool {
                     return;
                 }
             }
+        }
+    }
+
+    /// A new connection reached `conn.peer()`: if the connections before it reached another
+    /// address (a node replaced under the same name), they are never reused, and the new one
+    /// belongs to the generation after them. The generation `conn` belongs to.
+    fn reached(&self, conn: &Conn, generation: u64) -> u64 {
+        let Some(peer) = conn.peer() else {
+            return generation;
+        };
+        let mut st = self.lock();
+        let moved = st.peer.is_some_and(|p| p != peer);
+        st.peer = Some(peer);
+        if !moved {
+            return generation;
+        }
+        st.generation = st.generation.wrapping_add(1);
+        let current = st.generation;
+        let idle = std::mem::take(&mut st.idle);
+        drop(st);
+        drop(idle);
+        current
+    }
+
+    /// After a connection failed: if the server's name no longer resolves to the address the
+    /// pool's connections reached (a node replaced under the same name while the old one
+    /// still answers), they are never reused. An IP address or a unix socket is not looked
+    /// up; a lookup that fails changes nothing.
+    fn recheck_address(&self) {
+        let Some(peer) = self.lock().peer else { return };
+        if !crate::core::resolve::is_name(&self.host) {
+            return;
+        }
+        if let Ok(addrs) =
+            crate::core::resolve::resolve(&self.opts, &self.host, self.port, &self.server)
+            && !addrs.contains(&peer)
+        {
+            self.invalidate_now();
         }
     }
 
@@ -317,6 +364,9 @@ impl Pool {
     /// A checked-out connection comes back: kept if it is in step and current, closed
     /// otherwise (outside the lock).
     fn put_back(&self, conn: Conn, generation: u64) {
+        if conn.link.is_broken() {
+            self.recheck_address();
+        }
         let keep = !conn.link.is_broken() && !conn.link.is_in_flight();
         let mut st = self.lock();
         let closed = if keep && generation == st.generation {

@@ -17,6 +17,16 @@ pub(crate) fn resolver_of(opts: &ConnOptions) -> Arc<dyn Resolve> {
         .unwrap_or_else(|| Arc::new(SystemResolver))
 }
 
+/// Whether `host` is a name to resolve (not an IP address, not a unix socket path).
+pub(crate) fn is_name(host: &str) -> bool {
+    !host.starts_with('/')
+        && host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_err()
+}
+
 /// The addresses of `host` at `port`, within `opts.connect_timeout`; `server` names the server
 /// in errors.
 pub(crate) fn resolve(
