@@ -551,3 +551,76 @@ fn request_caps_split_a_long_get() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// Where the AWS cluster clients put each key of a cluster they discovered
+/// (`compat-vectors/aws-discovery/`: the AWS PHP client and the AWS Java client, each at its
+/// default and in its ketama mode, run against the configuration in `config.txt`) is where
+/// `memshard route --discover` puts it, served the same bytes.
+#[test]
+fn discovered_clusters_are_placed_as_the_aws_clients_place_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compat-vectors/aws-discovery");
+    let dir = tempdir::Dir::new("vectors");
+    let (_fake, port) = start_fake(
+        "elasticache_config.py",
+        &[
+            "--listen",
+            &format!("{FAKE_IP}:0"),
+            "--config",
+            dir.path().join("config.txt").to_str().expect("utf-8 path"),
+        ],
+        dir.path(),
+    );
+    let ep = format!("{FAKE_IP}:{port}");
+    let (mut cases, mut keys) = (0, 0);
+    for client in ["php", "java"] {
+        let mut names: Vec<PathBuf> = fs::read_dir(root.join(client).join("cases"))
+            .expect("cases")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        names.sort();
+        for case in names {
+            let meta = fs::read_to_string(case.join("meta.txt")).expect("meta.txt");
+            let flavor = meta
+                .lines()
+                .find_map(|l| l.strip_prefix("flavor="))
+                .expect("a flavor");
+            serve(
+                dir.path(),
+                &fs::read_to_string(case.join("config.txt")).expect("config"),
+            );
+            let expected = fs::read_to_string(case.join("expected.tsv")).expect("expected");
+            let input: String = expected
+                .lines()
+                .map(|l| format!("{}\n", l.split('\t').next().unwrap_or("")))
+                .collect();
+            let o = memshard(
+                &["route", "--discover", &ep, "--flavor", flavor],
+                &input,
+                &[],
+            );
+            assert!(o.status.success(), "{}: {}", case.display(), text(&o));
+            let got = String::from_utf8_lossy(&o.stdout);
+            let wrong = got
+                .lines()
+                .zip(expected.lines())
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(
+                got.lines().count(),
+                expected.lines().count(),
+                "{}",
+                case.display()
+            );
+            assert_eq!(
+                wrong,
+                0,
+                "{}: {wrong} keys placed elsewhere than the AWS client",
+                case.display()
+            );
+            cases += 1;
+            keys += expected.lines().count();
+        }
+    }
+    println!("{cases} discovered clusters, {keys} keys: 0 placed elsewhere than the AWS clients");
+    assert!(cases >= 36, "only {cases} cases");
+}

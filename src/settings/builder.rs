@@ -221,15 +221,22 @@ impl<C> Builder<C> {
     /// MemCachier's environment: the servers in `MEMCACHIER_SERVERS` (`host:port`, separated by
     /// commas or spaces) and the MemCachier login of `MEMCACHIER_USERNAME` and
     /// `MEMCACHIER_PASSWORD` ([`Credentials::memcachier_from_env`](crate::Credentials::memcachier_from_env)).
-    pub fn memcachier_from_env(mut self) -> Result<Self> {
-        let servers =
-            std::env::var("MEMCACHIER_SERVERS").map_err(|e| SettingError::Credentials {
-                source_name: "$MEMCACHIER_SERVERS".into(),
-                detail: format!("not set or not UTF-8 ({e})"),
-            })?;
+    pub fn memcachier_from_env(self) -> Result<Self> {
+        self.memcachier_from(|name| std::env::var(name))
+    }
+
+    /// [`Builder::memcachier_from_env`] over the variables `var` gives.
+    fn memcachier_from(
+        mut self,
+        var: impl Fn(&str) -> std::result::Result<String, std::env::VarError>,
+    ) -> Result<Self> {
+        let servers = var("MEMCACHIER_SERVERS").map_err(|e| SettingError::Credentials {
+            source_name: "$MEMCACHIER_SERVERS".into(),
+            detail: format!("not set or not UTF-8 ({e})"),
+        })?;
         let list = servers.replace([',', ' '], "\n");
         self.settings.servers.extend(parse_server_list(&list)?);
-        Ok(self.credentials(crate::Credentials::memcachier_from_env()?))
+        Ok(self.credentials(crate::Credentials::memcachier_from(var)?))
     }
 
     /// Find the servers through cluster auto discovery (ElastiCache, Memorystore) instead of a
@@ -463,5 +470,50 @@ impl<C> Builder<C> {
     pub fn hot_keys(mut self, config: crate::HotKeys) -> Self {
         self.settings.hot = Some(config);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memcachier_variables_give_servers_and_login() {
+        let env = |name: &str| match name {
+            "MEMCACHIER_SERVERS" => Ok("mc1.example:11211,mc2.example:11212 mc3.example".into()),
+            "MEMCACHIER_USERNAME" => Ok("app".into()),
+            "MEMCACHIER_PASSWORD" => Ok("pw".into()),
+            _ => Err(std::env::VarError::NotPresent),
+        };
+        let b = Builder::<crate::Client>::default()
+            .memcachier_from(env)
+            .expect("all set");
+        let addrs: Vec<&str> = b.settings.servers.iter().map(|s| s.addr.as_str()).collect();
+        assert_eq!(
+            addrs,
+            ["mc1.example:11211", "mc2.example:11212", "mc3.example"]
+        );
+        let c = b.settings.conn.credentials.as_ref().expect("credentials");
+        assert_eq!(c.auth_scheme(), crate::AuthScheme::MemCachier);
+        let none = |_: &str| Err(std::env::VarError::NotPresent);
+        let e = Builder::<crate::Client>::default()
+            .memcachier_from(none)
+            .map(|_| ())
+            .expect_err("no servers");
+        assert!(e.to_string().contains("$MEMCACHIER_SERVERS"), "{e}");
+    }
+
+    #[test]
+    fn request_caps_without_room_are_refused() {
+        let b = |keys, bytes| {
+            Builder::<crate::Client>::default()
+                .request_caps(keys, bytes)
+                .checked()
+                .map(|_| ())
+        };
+        assert!(b(0, 100).is_err());
+        assert!(b(1, 31).is_err());
+        assert!(b(1, 32).is_ok());
+        assert!(b(100, usize::MAX).is_ok());
     }
 }

@@ -147,13 +147,20 @@ impl Credentials {
     /// the MemCachier way; the servers are in `MEMCACHIER_SERVERS`
     /// ([`Builder::memcachier_from_env`](crate::Builder::memcachier_from_env) reads both).
     pub fn memcachier_from_env() -> Result<Self, SettingError> {
-        let var = |name: &str| {
-            std::env::var(name).map_err(|e| SettingError::Credentials {
+        Self::memcachier_from(|name| std::env::var(name))
+    }
+
+    /// [`Credentials::memcachier_from_env`] over the variables `var` gives.
+    pub(crate) fn memcachier_from(
+        var: impl Fn(&str) -> Result<String, std::env::VarError>,
+    ) -> Result<Self, SettingError> {
+        let get = |name: &str| {
+            var(name).map_err(|e| SettingError::Credentials {
                 source_name: format!("${name}"),
                 detail: format!("not set or not UTF-8 ({e})"),
             })
         };
-        let (user, password) = (var("MEMCACHIER_USERNAME")?, var("MEMCACHIER_PASSWORD")?);
+        let (user, password) = (get("MEMCACHIER_USERNAME")?, get("MEMCACHIER_PASSWORD")?);
         Ok(
             Self::checked(user, password, "$MEMCACHIER_USERNAME/$MEMCACHIER_PASSWORD")?
                 .scheme(AuthScheme::MemCachier),
@@ -168,6 +175,34 @@ impl Credentials {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memcachier_variables_give_a_memcachier_login() {
+        use std::env::VarError;
+        let env = |name: &str| match name {
+            "MEMCACHIER_USERNAME" => Ok("app".to_owned()),
+            "MEMCACHIER_PASSWORD" => Ok("p w".to_owned()),
+            _ => Err(VarError::NotPresent),
+        };
+        let c = Credentials::memcachier_from(env).expect("both set");
+        assert_eq!((c.user(), c.password()), ("app", "p w"));
+        assert_eq!(c.auth_scheme(), AuthScheme::MemCachier);
+        let missing = |name: &str| match name {
+            "MEMCACHIER_USERNAME" => Ok("app".to_owned()),
+            _ => Err(VarError::NotPresent),
+        };
+        let e = Credentials::memcachier_from(missing).expect_err("no password");
+        assert!(e.to_string().contains("$MEMCACHIER_PASSWORD"), "{e}");
+        assert!(!format!("{c:?}").contains("p w"));
+        assert_eq!(
+            "memcachier".parse::<AuthScheme>(),
+            Ok(AuthScheme::MemCachier)
+        );
+        assert_eq!("memcached".parse::<AuthScheme>(), Ok(AuthScheme::Memcached));
+        assert!("sasl".parse::<AuthScheme>().is_err());
+        assert!(Credentials::new("u".repeat(251), "p").is_err());
+        assert!(Credentials::new("u".repeat(250), "p").is_ok());
+    }
 
     #[test]
     fn credentials_are_checked_and_never_shown() {
