@@ -23,8 +23,8 @@ cd "$(dirname "$0")/.."
 DEFAULT_PEERS=(dalli spymemcached libketama node-hashring uhashring libmemcached php-memcached pylibmc
   php-memcached-modula pylibmc-modula spymemcached-modula pymemcache gomemcache
   value-vectors meta-vectors)
-# aws-java-ketama is left out: its source is on no package registry, so its generate.sh needs
-# AWS_JAVA_GIT or AWS_JAVA_SRC (see compat-vectors/aws-java-ketama/README.md); name it to run it.
+# aws-java-ketama and aws-discovery are checked (cli/tests/compat_vectors.rs, cli/tests/managed_live.rs)
+# but not regenerated: their peers are on no package registry, and those folders have no generate.sh.
 SLOW_PEERS=(twemproxy)
 
 if [ "${1:-}" = --all ]; then
@@ -67,8 +67,6 @@ apt_packages() {
                    command -v javac >/dev/null || echo default-jdk-headless ;;
     pymemcache)    echo python3-venv ;;                   # + PyPI pymemcache==4.0.0 (pip, in a temp venv)
     gomemcache)    echo golang-go golang-github-bradfitz-gomemcache-dev python3 ;;
-    aws-java-ketama) echo libslf4j-java libdropwizard-metrics-java python3 git
-                   command -v javac >/dev/null || echo default-jdk-headless ;;
     twemproxy)     echo nutcracker memcached gcc python3 libssl-dev iproute2 ;;
     value-vectors) echo memcached php-cli php-memcached php-igbinary php-msgpack python3-pylibmc \
                         ruby ruby-dalli faketime libspymemcached-java python3

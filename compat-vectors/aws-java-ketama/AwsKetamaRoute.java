@@ -1,5 +1,5 @@
-// Drives the KetamaNodeLocator of the AWS ElastiCache Cluster Client for Java (a spymemcached fork), compiled
-// from the fork's own sources (see generate.sh).
+// Drives the KetamaNodeLocator of the AWS ElastiCache Cluster Client for Java (a spymemcached fork), run
+// against the fork's own classes (see README.md).
 // Usage: java -Djdk.net.hosts.file=hosts -cp CLASSES:. AwsKetamaRoute servers.txt < keys > expected.tsv
 //        java ... AwsKetamaRoute servers.txt --node-keys   (server token, socket address, node key for i=0)
 // Factory: new KetamaConnectionFactory() (KETAMA_HASH, which this fork computes with SHA-384;
