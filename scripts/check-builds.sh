@@ -6,6 +6,7 @@
 #   scripts/check-builds.sh            # both steps
 #   scripts/check-builds.sh features   # feature matrix only
 #   scripts/check-builds.sh fuzz       # fuzz targets only
+#   scripts/check-builds.sh perf       # perf/ compiles (not run)
 #
 # features: for the library (the root package `memshard`, `-p memshard`): no features, each
 #   feature of its Cargo.toml alone (read from `cargo metadata`, so a new feature is covered
@@ -31,11 +32,11 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(features fuzz)
+[ ${#steps[@]} -gt 0 ] || steps=(features fuzz perf)
 for s in "${steps[@]}"; do
     case "$s" in
-        features | fuzz) ;;
-        *) echo "usage: $0 [features] [fuzz]" >&2; exit 2 ;;
+        features | fuzz | perf) ;;
+        *) echo "usage: $0 [features] [fuzz] [perf]" >&2; exit 2 ;;
     esac
 done
 
@@ -175,10 +176,17 @@ check_fuzz() {
     run "fuzz replay" replay_all
 }
 
+# perf/ (the comparison harness, its own workspace): compiled, not run; a run needs an idle
+# machine and the peers, and its figures go to perf/RESULTS.md by hand.
+check_perf() {
+    run "perf compiles" cargo check --manifest-path perf/Cargo.toml --all-targets
+}
+
 for s in "${steps[@]}"; do
     case "$s" in
         features) check_features ;;
         fuzz) check_fuzz ;;
+        perf) check_perf ;;
     esac
 done
 
