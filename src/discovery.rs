@@ -162,14 +162,20 @@ fn run<E: Exchange + ?Sized>(
     ctx: &Ctx,
     opts: &ConnOptions,
 ) -> Result<E::Output> {
-    let io = |e: std::io::Error, op| Error::io(ctx.server, e, op, opts.read_timeout);
+    let io = |e: std::io::Error, op, after| Error::io(ctx.server, e, op, after);
     loop {
         let mut out = Vec::new();
         match ex.step(rb, &mut out, ctx)? {
-            Step::Write => stream.write_all(&out).map_err(|e| io(e, "write"))?,
-            Step::Read => match stream.read(rb.spare()).map_err(|e| io(e, "read"))? {
+            Step::Write => stream
+                .write_all(&out)
+                .map_err(|e| io(e, "write", opts.write_timeout))?,
+            Step::Read => match stream
+                .read(rb.spare())
+                .map_err(|e| io(e, "read", opts.read_timeout))?
+            {
                 0 => {
-                    return Err(io(std::io::ErrorKind::UnexpectedEof.into(), "read"));
+                    let eof = std::io::ErrorKind::UnexpectedEof.into();
+                    return Err(io(eof, "read", opts.read_timeout));
                 }
                 n => rb.filled(n),
             },
@@ -457,6 +463,23 @@ mod tests {
                 .iter()
                 .all(|s| s.weight == 1)
         );
+    }
+
+    #[test]
+    fn fetch_waits_the_timeout_it_is_given() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let endpoint = Server::new("127.0.0.1", l.local_addr().expect("addr").port());
+        // accepted and never answered
+        let held = std::thread::spawn(move || l.accept().map(|(s, _)| s));
+        let e = fetch(&endpoint, Duration::from_millis(150)).expect_err("no answer");
+        assert!(
+            matches!(e, Error::Timeout { op: "read", after, .. } if after == Duration::from_millis(150)),
+            "{e:?}"
+        );
+        drop(held.join());
+        // a closed port: refused, not a timeout
+        let e = fetch(&endpoint, Duration::from_millis(150)).expect_err("refused");
+        assert!(matches!(e, Error::Io { op: "connect", .. }), "{e:?}");
     }
 
     #[test]
