@@ -528,7 +528,12 @@ mod tests {
             ["10.0.0.1", "10.0.0.2", "10.0.0.3", "cfg.cache"]
         );
         assert_eq!(order(&mut t, DiscoveryKind::Memorystore), ["cfg.cache"]);
-        t.applied(config(2, vec![node("d", "10.0.0.4", 11211)]));
-        assert_eq!(order(&mut t, k), ["10.0.0.4", "cfg.cache"]);
+        // the rotation goes on from where it was over the new nodes
+        t.applied(config(
+            2,
+            vec![node("d", "10.0.0.4", 11211), node("e", "10.0.0.5", 11211)],
+        ));
+        assert_eq!(order(&mut t, k), ["10.0.0.5", "10.0.0.4", "cfg.cache"]);
+        assert_eq!(order(&mut t, k), ["10.0.0.4", "10.0.0.5", "cfg.cache"]);
     }
 }

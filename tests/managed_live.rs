@@ -241,6 +241,13 @@ fn discovery_follows_newer_versions_in_both_clients() {
         t.elapsed()
     };
     assert_eq!(blocking.ring().servers().len(), 2);
+    let first = blocking.discovery().expect("a discovery status");
+    assert_eq!(
+        (first.version, first.nodes, first.applied),
+        (1, 2, 1),
+        "{first:?}"
+    );
+    assert!(first.last_error.is_none(), "{first:?}");
     serve(&dir, &body(2, &[&m[0], &m[1], &m[2]]));
     let took = wait_for("version 2", &|| {
         blocking.discovery().is_some_and(|s| s.version == 2)
@@ -274,6 +281,7 @@ fn discovery_follows_newer_versions_in_both_clients() {
     });
     let s = blocking.discovery().expect("status");
     assert_eq!((s.version, s.nodes, s.applied), (2, 3, 2), "{s:?}");
+    assert!(s.polls >= s.ignored + 2, "every poll counted: {s:?}");
     assert_eq!(blocking.ring().servers().len(), 3);
     for i in 0..60 {
         blocking
