@@ -304,6 +304,7 @@ mod tests {
             super::rejoined("10.0.0.1:11211", Some(3));
             super::rejoined("10.0.0.2:11211", None);
             super::servers_changed(4);
+            super::discovery_applied("cfg:11211", 7, 3);
         });
         let got = events.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let want = [
@@ -311,11 +312,41 @@ mod tests {
             (Level::INFO, "keys_cleaned=3", "server back"),
             (Level::INFO, "flushed=true", "server back"),
             (Level::INFO, "servers=4", "server list changed"),
+            (Level::INFO, "version=7", "cluster configuration applied"),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for ((level, text), (l, field, message)) in got.iter().zip(want) {
             assert_eq!(*level, l, "{text}");
             assert!(text.contains(field) && text.contains(message), "{text}");
         }
+    }
+}
+
+#[cfg(all(test, feature = "metrics"))]
+mod metric_tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    #[test]
+    fn each_applied_configuration_counts_once() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            super::discovery_applied("cfg:11211", 1, 2);
+            super::discovery_applied("cfg:11211", 2, 3);
+        });
+        let counts: Vec<(String, u64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter(|(k, ..)| k.key().name() == "memshard_discovery_changes_total")
+            .map(|(k, _, _, v)| {
+                let label = k.key().labels().next().map(|l| l.value().to_string());
+                let DebugValue::Counter(n) = v else {
+                    panic!("{v:?}")
+                };
+                (label.unwrap_or_default(), n)
+            })
+            .collect();
+        assert_eq!(counts, [("cfg:11211".to_string(), 2)]);
     }
 }

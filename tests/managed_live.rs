@@ -166,6 +166,8 @@ fn endpoint(dir: &Path) -> (Owned, String) {
     cmd.arg(fakes().join("elasticache_config.py"))
         .args(["--listen", "127.0.33.9:0", "--config"])
         .arg(dir.join("config.txt"))
+        .arg("--log")
+        .arg(dir.join("polls.log"))
         .stdout(std::fs::File::create(&ready).expect("ready file"))
         .stderr(std::process::Stdio::null());
     let owned = Owned::spawn(cmd).expect("python3 runs the fake");
@@ -219,6 +221,7 @@ fn discovery_follows_newer_versions_in_both_clients() {
         .flavor(Flavor::LibmemcachedModula)
         .build()
         .expect("builds from the first configuration");
+    let built = Instant::now();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     #[cfg(feature = "async")]
     let asynchronous = rt.block_on(async {
@@ -282,12 +285,32 @@ fn discovery_follows_newer_versions_in_both_clients() {
     let s = blocking.discovery().expect("status");
     assert_eq!((s.version, s.nodes, s.applied), (2, 3, 2), "{s:?}");
     assert!(s.polls >= s.ignored + 2, "every poll counted: {s:?}");
+    // one poll per interval, never a busy loop
+    let most = built.elapsed().as_millis() / 100 + 3;
+    assert!(
+        u128::from(s.polls) <= most,
+        "{} polls, at most {most} expected",
+        s.polls
+    );
     assert_eq!(blocking.ring().servers().len(), 3);
     for i in 0..60 {
         blocking
             .set(format!("blocking:{i}"), "v", Expiry::NEVER)
             .expect("the nodes in force still serve");
     }
+    // the polls end with the clients
+    drop(blocking);
+    #[cfg(feature = "async")]
+    drop(asynchronous);
+    let polls = || {
+        std::fs::read_to_string(dir.join("polls.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let after_drop = polls();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(polls(), after_drop, "a dropped client still polls");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
