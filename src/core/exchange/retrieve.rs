@@ -400,6 +400,47 @@ mod tests {
         );
         assert!(hits.is_empty());
         assert_eq!(answered, 2);
+        // every command's line fits a byte cap of exactly its length, and not one byte less
+        for (cas, touch) in [
+            (false, None),
+            (true, None),
+            (false, Some(0)),
+            (true, Some(9)),
+            (false, Some(10)),
+            (true, Some(300)),
+        ] {
+            let two = &keys[..2];
+            let mut ex = Retrieve::new(two, cas, touch);
+            let ctx = Ctx {
+                server: "s:1",
+                max_value: 1024,
+                protocol: crate::Protocol::Text,
+                caps: RequestCaps::DEFAULT,
+            };
+            let mut out = Vec::new();
+            let _ = ex.step(&mut ReadBuf::default(), &mut out, &ctx);
+            let exact = RequestCaps {
+                keys: 100,
+                bytes: out.len(),
+            };
+            assert_eq!(
+                ex.batch_end(0, exact),
+                2,
+                "{:?}",
+                String::from_utf8_lossy(&out)
+            );
+            let short = RequestCaps {
+                keys: 100,
+                bytes: out.len() - 1,
+            };
+            assert_eq!(
+                ex.batch_end(0, short),
+                1,
+                "{:?}",
+                String::from_utf8_lossy(&out)
+            );
+            assert_eq!(ex.batch_end(1, short), 2);
+        }
         // the default: 100 keys a line
         let many: Vec<Vec<u8>> = (0..250).map(|i| format!("k{i}").into_bytes()).collect();
         let many: Vec<&[u8]> = many.iter().map(|k| &k[..]).collect();
