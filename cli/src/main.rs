@@ -444,25 +444,10 @@ impl RingArgs {
         if self.discover.is_some() {
             // the build asks the endpoint itself (with the client's timeouts and login)
             let (flavor, hash, tag) = self.placement()?;
-            let t = Duration::from_millis(net.timeout_ms);
-            let mut b = Client::builder()
+            let mut b = net
+                .builder(pool_size)
                 .discover(self.discovery()?)
-                .flavor(flavor)
-                .connect_timeout(t)
-                .read_timeout(t)
-                .write_timeout(t)
-                .checkout_timeout(t)
-                .failure_policy(memshard::FailurePolicy::new(
-                    net.failure_limit,
-                    Duration::from_millis(net.retry_timeout_ms),
-                    net.auto_eject,
-                ))
-                .protocol(net.protocol)
-                .request_caps(
-                    net.max_keys_per_request,
-                    net.max_request_bytes.unwrap_or(usize::MAX),
-                )
-                .pool_size(pool_size);
+                .flavor(flavor);
             if let Some(h) = hash {
                 b = b.hash(h);
             }
@@ -612,6 +597,30 @@ impl RingArgs {
         let ring = Ring::with_options(servers, flavor, hash, tag)
             .map_err(|e| usage(format!("{}: {e}", path.display())))?;
         Ok((ring, None))
+    }
+}
+
+impl NetArgs {
+    /// A builder with these connection settings (timeouts, failure policy, protocol, request
+    /// caps) and `pool_size`; TLS and login are `security`'s.
+    fn builder(&self, pool_size: u32) -> memshard::Builder {
+        let t = Duration::from_millis(self.timeout_ms);
+        Client::builder()
+            .connect_timeout(t)
+            .read_timeout(t)
+            .write_timeout(t)
+            .checkout_timeout(t)
+            .failure_policy(memshard::FailurePolicy::new(
+                self.failure_limit,
+                Duration::from_millis(self.retry_timeout_ms),
+                self.auto_eject,
+            ))
+            .protocol(self.protocol)
+            .request_caps(
+                self.max_keys_per_request,
+                self.max_request_bytes.unwrap_or(usize::MAX),
+            )
+            .pool_size(pool_size)
     }
 }
 

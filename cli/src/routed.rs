@@ -45,20 +45,7 @@ pub struct RouteFlags {
 
 /// The connection settings of `net`, as a builder every pool starts from.
 fn base(net: &NetArgs, pool_size: u32) -> Result<Builder<Client>, Failure> {
-    let t = Duration::from_millis(net.timeout_ms);
-    let b = Client::builder()
-        .connect_timeout(t)
-        .read_timeout(t)
-        .write_timeout(t)
-        .checkout_timeout(t)
-        .failure_policy(memshard::FailurePolicy::new(
-            net.failure_limit,
-            Duration::from_millis(net.retry_timeout_ms),
-            net.auto_eject,
-        ))
-        .protocol(net.protocol)
-        .pool_size(pool_size);
-    net.security.apply(b)
+    net.security.apply(net.builder(pool_size))
 }
 
 impl RouteFlags {
