@@ -62,6 +62,14 @@ fn pair(old: u8, new: u8) -> (Memcached, Memcached, u16) {
     }
 }
 
+/// [`pair`], and a table pointing `cache-a.test` at the old node.
+fn named_pair(old: u8, new: u8) -> (Memcached, Memcached, u16, Table) {
+    let (a, b, port) = pair(old, new);
+    let table = Table::default();
+    table.point("cache-a.test", a.sock());
+    (a, b, port, table)
+}
+
 /// What the replaced-node scenario saw: errors while the name moved, and where keys went.
 fn replaced_node(
     set: impl Fn(&str) -> memshard::Result<()>,
@@ -96,9 +104,7 @@ fn replaced_node(
 
 #[test]
 fn a_replaced_node_is_reached_at_its_new_address_by_name() {
-    let (a, b, port) = pair(1, 2);
-    let table = Table::default();
-    table.point("cache-a.test", a.sock());
+    let (a, b, port, table) = named_pair(1, 2);
     let client = Client::builder()
         .servers([Server::new("cache-a.test", port)])
         .resolver(table.clone())
@@ -119,9 +125,7 @@ fn a_replaced_node_is_reached_at_its_new_address_by_name() {
 #[test]
 fn a_replaced_node_is_reached_at_its_new_address_by_name_async() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (a, b, port) = pair(3, 4);
-    let table = Table::default();
-    table.point("cache-a.test", a.sock());
+    let (a, b, port, table) = named_pair(3, 4);
     let client = rt.block_on(async {
         memshard::aio::Client::builder()
             .servers([Server::new("cache-a.test", port)])
@@ -430,9 +434,7 @@ fn patient() -> memshard::FailurePolicy {
 
 #[test]
 fn connections_to_an_old_address_go_after_a_failure() {
-    let (a, b, port) = pair(11, 12);
-    let table = Table::default();
-    table.point("cache-a.test", a.sock());
+    let (a, b, port, table) = named_pair(11, 12);
     let client = Client::builder()
         .servers([Server::new("cache-a.test", port)])
         .resolver(table.clone())
@@ -450,9 +452,7 @@ fn connections_to_an_old_address_go_after_a_failure() {
 #[test]
 fn connections_to_an_old_address_go_after_a_failure_async() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (a, b, port) = pair(13, 14);
-    let table = Table::default();
-    table.point("cache-a.test", a.sock());
+    let (a, b, port, table) = named_pair(13, 14);
     let client = rt.block_on(async {
         memshard::aio::Client::builder()
             .servers([Server::new("cache-a.test", port)])

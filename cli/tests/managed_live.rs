@@ -73,6 +73,13 @@ fn memshard(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     child.wait_with_output().expect("memshard ends")
 }
 
+/// `memshard ARGS` with `stdin`, which must succeed: its lines of output (hits, for `get`).
+fn hits(args: &[&str], stdin: &str) -> usize {
+    let o = memshard(args, stdin, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
 fn text(o: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -206,18 +213,11 @@ fn discovered_nodes_hold_the_keys_route_names() {
             3,
             "{flavor}: 200 keys over 3 nodes use them all"
         );
-        let got = memshard(
+        let got = hits(
             &["get", "--discover", &ep, "--flavor", flavor],
             &keys.join("\n"),
-            &[],
         );
-        assert!(got.status.success(), "{}", text(&got));
-        assert_eq!(
-            String::from_utf8_lossy(&got.stdout).lines().count(),
-            200,
-            "{}",
-            text(&got)
-        );
+        assert_eq!(got, 200, "{flavor}");
         println!("{flavor}: 200 keys on the routed node, 200 read back; nodes used: {used:?}");
     }
 }
@@ -521,7 +521,7 @@ fn request_caps_split_a_long_get() {
     let o = memshard(&["set", "--servers", servers], &lines, &[]);
     assert!(o.status.success(), "{}", text(&o));
     for protocol in ["text", "meta"] {
-        let o = memshard(
+        let got = hits(
             &[
                 "get",
                 "--servers",
@@ -534,15 +534,8 @@ fn request_caps_split_a_long_get() {
                 "40",
             ],
             &keys.join("\n"),
-            &[],
         );
-        assert!(o.status.success(), "{}", text(&o));
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).lines().count(),
-            50,
-            "{protocol}: {}",
-            text(&o)
-        );
+        assert_eq!(got, 50, "{protocol}");
     }
     let o = memshard(
         &["get", "--servers", servers, "--max-request-bytes", "8", "k"],
