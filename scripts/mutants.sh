@@ -4,8 +4,14 @@
 # exercise the module (live ones start their own memcached on loopback, as in `cargo test`).
 #
 #   scripts/mutants.sh MODULE...        # one or more of the modules below
-#   scripts/mutants.sh --diff [BASE]    # only code changed since BASE (default: origin of main, or HEAD~1)
+#   scripts/mutants.sh --diff [BASE]    # only code changed since BASE (default: HEAD~1)
 #   scripts/mutants.sh --list MODULE    # the mutants, without running them
+#   MUTANTS_IN_PLACE=1 scripts/mutants.sh ...   # mutate this tree (don't edit it meanwhile)
+#   MUTANTS_SHARD=1/4 scripts/mutants.sh ...    # every 4th mutant only (round-robin)
+#
+# Only the named test targets are built for each mutant (`-C --lib -C --test=NAME`: cargo-mutants
+# passes `--cargo-arg` to the build and the run alike), and nextest runs them, stopping at the
+# first failure. With `--in-place` the tree's own target/mutants/ is reused: no first build.
 #
 # Results: mutants.out/<module>/ (outcomes.json, caught.txt, missed.txt, unviable.txt, timeout.txt),
 # and a summary line per module: caught / missed / unviable / timeout.
@@ -19,7 +25,7 @@ declare -A FILES TESTS
 FILES[proto]='src/proto/**'
 TESTS[proto]='--lib --test fuzz_corpora'
 FILES[ring]='src/ring/**'
-TESTS[ring]='--lib --test hash_vectors --test ring_api --test published_vectors'
+TESTS[ring]='--lib --test hash_vectors --test ring_api --test published_vectors --test peer_vectors'
 FILES[value]='src/value/**'
 TESTS[value]='--lib --test value_vectors'
 FILES[exchange]='src/core/exchange/** src/core/link.rs src/core/readbuf.rs src/core/multi.rs src/core/route.rs src/core/keys.rs'
@@ -42,6 +48,11 @@ usage() {
 }
 
 command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
+command -v cargo-nextest >/dev/null || cargo install --locked cargo-nextest
+
+common=(--package memshard --all-features --test-tool nextest)
+[ "${MUTANTS_IN_PLACE:-0}" = 1 ] && common+=(--in-place --baseline skip --timeout "${MUTANTS_TIMEOUT:-120}")
+[ -n "${MUTANTS_SHARD:-}" ] && common+=(--shard "$MUTANTS_SHARD" --sharding round-robin)
 [ $# -gt 0 ] || usage
 
 # run NAME ARGS...: one cargo-mutants run into mutants.out/NAME, then its summary line.
@@ -52,7 +63,7 @@ run() {
     mkdir -p "$out"
     # cargo-mutants exits 2 when mutants were missed and 3 on timeouts: a finding, not a failure
     # of this script; the summary says what was found.
-    cargo mutants --package memshard --all-features --output "$out" "$@" || true
+    cargo mutants "${common[@]}" --output "$out" "$@" || true
     local d=$out/mutants.out
     printf '%-14s caught %4s  missed %4s  unviable %4s  timeout %4s  (%.0f s)\n' "$name" \
         "$(wc -l <"$d/caught.txt" 2>/dev/null || echo 0)" \
@@ -62,25 +73,31 @@ run() {
         "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" | tee -a mutants.out/summary.txt
 }
 
-# args MODULE: the --file and --cargo-test-arg flags of MODULE.
+# args MODULE: the --file flags of MODULE, and its test targets as --cargo-arg flags.
 args() {
     local m=$1 g t
     [ -n "${FILES[$m]:-}" ] || usage
     for g in ${FILES[$m]}; do printf -- '--file\n%s\n' "$g"; done
-    for t in ${TESTS[$m]}; do printf -- '--cargo-test-arg=%s\n' "$t"; done
+    set -- ${TESTS[$m]}
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --test) printf -- '--cargo-arg=--test=%s\n' "$2"; shift 2 ;;
+            *) printf -- '--cargo-arg=%s\n' "$1"; shift ;;
+        esac
+    done
 }
 
 case "$1" in
     --list)
         [ $# -eq 2 ] || usage
         mapfile -t a < <(args "$2")
-        cargo mutants --package memshard --all-features --list "${a[@]}"
+        cargo mutants "${common[@]}" --list "${a[@]}"
         ;;
     --diff)
         base=${2:-HEAD~1}
         diff=$(mktemp)
         git diff "$base" -- src >"$diff"
-        run diff --in-diff "$diff" --cargo-test-arg=--lib
+        run diff --in-diff "$diff" --cargo-arg=--lib
         rm -f "$diff"
         ;;
     *)

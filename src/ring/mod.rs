@@ -120,6 +120,37 @@ fn too_many_points_advice(flavor: Flavor) -> &'static str {
     }
 }
 
+/// Server indexes are `u32` on the continuum.
+fn check_server_count(n: usize) -> Result<(), RingError> {
+    if n > u32::MAX as usize {
+        return Err(RingError::TooManyServers(n));
+    }
+    Ok(())
+}
+
+/// Refuses a ring whose continuum would hold more than [`MAX_POINTS`] points (counted before
+/// equal points merge), before any point is hashed.
+fn check_points(servers: &[Server], flavor: Flavor) -> Result<(), RingError> {
+    let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
+    let points: u64 = servers
+        .iter()
+        .map(|s| {
+            flavor
+                .digests(s.weight, total, servers.len())
+                .saturating_mul(4)
+        })
+        .fold(0, u64::saturating_add);
+    if points > MAX_POINTS {
+        return Err(RingError::TooManyPoints {
+            flavor,
+            servers: servers.len(),
+            points,
+            max: MAX_POINTS,
+        });
+    }
+    Ok(())
+}
+
 /// An immutable ketama continuum. Cheap to share (`Arc<Ring>`), `Send + Sync`; routing a key
 /// allocates nothing and takes no lock.
 ///
@@ -180,9 +211,7 @@ impl Ring {
         if servers.is_empty() {
             return Err(RingError::NoServers);
         }
-        if servers.len() > u32::MAX as usize {
-            return Err(RingError::TooManyServers(servers.len()));
-        }
+        check_server_count(servers.len())?;
         if let Some(s) = servers.iter().find(|s| s.weight == 0) {
             return Err(RingError::ZeroWeight {
                 server: s.addr.clone(),
@@ -213,23 +242,7 @@ impl Ring {
             Some(h) => h,
             None => fixed,
         };
-        let total: u64 = servers.iter().map(|s| s.weight as u64).sum();
-        let points: u64 = servers
-            .iter()
-            .map(|s| {
-                flavor
-                    .digests(s.weight, total, servers.len())
-                    .saturating_mul(4)
-            })
-            .fold(0, u64::saturating_add);
-        if points > MAX_POINTS {
-            return Err(RingError::TooManyPoints {
-                flavor,
-                servers: servers.len(),
-                points,
-                max: MAX_POINTS,
-            });
-        }
+        check_points(&servers, flavor)?;
         let point_hash = point_hash.unwrap_or(hash);
         let scheme = flavor.scheme();
         let nodes = match scheme {
@@ -585,6 +598,80 @@ fn spymemcached_hash(h: KeyHash, key: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The limits are checked before anything is built, so their exact bounds are cheap to
+    /// test: 2^32 servers or 8,000,000 points could not be.
+    #[test]
+    fn server_and_point_limits_are_inclusive() {
+        assert!(check_server_count(u32::MAX as usize).is_ok());
+        assert!(matches!(
+            check_server_count(u32::MAX as usize + 1),
+            Err(RingError::TooManyServers(n)) if n == u32::MAX as usize + 1
+        ));
+        // spymemcached: 160 points a server, so 50,000 servers make exactly MAX_POINTS
+        let spy = |n: usize| -> Vec<Server> {
+            (0..n)
+                .map(|i| Server::new(format!("h{i}"), 11211))
+                .collect()
+        };
+        assert!(check_points(&spy(50_000), Flavor::Spymemcached).is_ok());
+        match check_points(&spy(50_001), Flavor::Spymemcached) {
+            Err(RingError::TooManyPoints {
+                points,
+                max,
+                servers,
+                ..
+            }) => {
+                assert_eq!((points, max, servers), (8_000_160, MAX_POINTS, 50_001));
+            }
+            other => panic!("expected TooManyPoints, got {other:?}"),
+        }
+        // memshard-weighted: 160 points per unit of weight
+        let heavy = |w: u32| vec![Server::new("a", 1).with_weight(w)];
+        assert!(check_points(&heavy(50_000), Flavor::MemshardWeighted).is_ok());
+        assert!(check_points(&heavy(50_001), Flavor::MemshardWeighted).is_err());
+    }
+
+    /// Batches of every length from 0 to 9 (the md5 path takes four keys at a time, so short
+    /// batches and the tail after the last four go key by key) route as `route` does.
+    #[test]
+    fn route_each_takes_batches_of_any_length() {
+        let keys: Vec<Vec<u8>> = (0..9).map(|i| format!("k{i}").into_bytes()).collect();
+        for f in [
+            Flavor::Libmemcached,
+            Flavor::LibmemcachedModula,
+            Flavor::Spymemcached,
+        ] {
+            let ring = Ring::with_options(four(), f, Some(KeyHash::Md5), None).expect("ring");
+            for n in 0..=keys.len() {
+                let refs: Vec<&[u8]> = keys[..n].iter().map(Vec::as_slice).collect();
+                let mut got = Vec::new();
+                ring.route_each(&refs, |i, s| got.push((i, s)));
+                let want: Vec<(usize, usize)> = refs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| (i, ring.route(k).expect("routed")))
+                    .collect();
+                assert_eq!(got, want, "{f}, {n} keys");
+            }
+        }
+    }
+
+    /// The accessors answer what the ring was built with; `continuum_bytes` counts each point
+    /// (8 bytes) and the bucket index (4 bytes a bucket, plus one end marker).
+    #[test]
+    fn accessors_report_the_ring_as_built() {
+        let one = vec![Server::new("10.0.0.1", 11211)];
+        let ring = Ring::new(one.clone(), Flavor::Libmemcached).expect("ring");
+        assert_eq!(ring.len(), 160);
+        // 160 points: 2^7 buckets
+        assert_eq!(ring.continuum_bytes(), 160 * 8 + (128 + 1) * 4);
+        assert_eq!(ring.hash_tag(), None);
+        let tag = HashTag::new(b'{', b'}');
+        let tagged =
+            Ring::with_options(one, Flavor::Libmemcached, None, Some(tag)).expect("tagged ring");
+        assert_eq!(tagged.hash_tag(), Some(tag));
+    }
 
     fn four() -> Vec<Server> {
         (1..=4)
