@@ -58,11 +58,12 @@ fn eject(api: &Api, victim: &Memcached, probe_key: &str, what: &str) {
 fn scenario(name: &str, c: &Cluster, api: &Api) -> (usize, usize, usize) {
     let victim_addr = api.owner(&format!("{name}:reeject:0"));
     let victim = c.by_addr(&victim_addr);
-    let keys: Vec<String> = (0..)
+    let keys: Vec<String> = (0..1000 * KEYS)
         .map(|i| format!("{name}:reeject:{i}"))
         .filter(|k| api.owner(k) == victim_addr)
         .take(KEYS)
         .collect();
+    assert_eq!(keys.len(), KEYS, "{KEYS} keys of {victim_addr}");
     for k in &keys {
         api.set(k, &value_for(k, 1));
     }

@@ -184,7 +184,8 @@ mod tests {
         let core = core(100);
         let c = eject(&core, 0);
         let full = core.ring();
-        let key = (0..)
+        // bounded, so that a ring that never routes to server 0 fails instead of hanging
+        let key = (0..1000)
             .map(|i| format!("k{i}").into_bytes())
             .find(|k| full.route(k) == Some(0))
             .expect("a key of server 0");
@@ -217,11 +218,12 @@ mod tests {
         let core = core(100);
         let c = eject(&core, 0);
         let full = core.ring();
-        let keys: Vec<Vec<u8>> = (0..)
+        let keys: Vec<Vec<u8>> = (0..2000)
             .map(|i| format!("k{i}").into_bytes())
             .filter(|k| full.route(k) == Some(0))
             .take(20)
             .collect();
+        assert_eq!(keys.len(), 20, "20 keys of server 0");
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let mut out: Vec<Option<crate::Result<()>>> = refs.iter().map(|_| None).collect();
         let groups = core.group(&refs, &mut out, true);

@@ -360,7 +360,7 @@ pub async fn hot_keys_reports_the_planted_keys_first_within_their_bounds<C: Pari
     // planted keys on both servers
     let on = |server: usize, n: usize| {
         let addr = &ring.servers()[server].addr;
-        (0..)
+        (0..10_000)
             .map(|i| format!("hot:{i}"))
             .filter(|k| &ring.server_for(k.as_bytes()).unwrap().addr == addr)
             .take(n)

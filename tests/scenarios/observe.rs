@@ -160,10 +160,10 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
     // a stalled server: a timeout, an error, an ejection, then probes
     let stalled = &c.servers[1];
     let addr = stalled.addr();
-    let key = (0..)
+    let key = (0..10_000)
         .map(|i| format!("t:{i}"))
         .find(|k| m.ring().server_for(k.as_bytes()).unwrap().addr == addr)
-        .unwrap();
+        .expect("a key of the stalled server");
     stalled.signal("STOP");
     let r = m.get(&key).await;
     assert!(matches!(r, Err(memshard::Error::Timeout { .. })), "{r:?}");

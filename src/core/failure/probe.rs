@@ -335,10 +335,20 @@ pub(crate) mod tests {
     /// while `i` is out): each key and the fallback it went to.
     fn write(core: &Core<NoPool>, i: usize, n: usize, tag: &str) -> BTreeMap<Vec<u8>, String> {
         let full = core.ring();
-        (0..)
+        // Bounded: with a few servers, n keys of server i are among the first 100 n. A ring
+        // that never routes to i fails here instead of searching forever.
+        let keys: Vec<Vec<u8>> = (0..100 * n)
             .map(|j| format!("{tag}{j}").into_bytes())
             .filter(|k| full.route(k) == Some(i))
             .take(n)
+            .collect();
+        assert_eq!(
+            keys.len(),
+            n,
+            "{n} keys of server {i} among the first {}",
+            100 * n
+        );
+        keys.into_iter()
             .map(|k| {
                 let to = core
                     .route(&k, true)
