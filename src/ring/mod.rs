@@ -657,6 +657,41 @@ mod tests {
         }
     }
 
+    /// The walk's order is the order of failover: under flavors where a server's points do not
+    /// depend on the others (fixed points per server, equal weights) and under rendezvous,
+    /// the walk's next server is where the key goes once the servers before it are removed.
+    /// Dalli's continuum answers the last point at or below the hash, so its walk goes down.
+    #[test]
+    fn the_walk_is_where_the_key_goes_as_servers_are_removed() {
+        let six: Vec<Server> = (1..=6)
+            .map(|i| Server::new(format!("10.0.0.{i}"), 11211))
+            .collect();
+        for f in [
+            Flavor::Dalli,
+            Flavor::Spymemcached,
+            Flavor::LibmemcachedUnweighted,
+            Flavor::MemshardWeighted,
+            Flavor::AwsJavaKetama,
+            Flavor::Pymemcache,
+        ] {
+            let ring = Ring::new(six.clone(), f).expect("ring");
+            for k in 0..40 {
+                let key = format!("walk:{k}");
+                let walk: Vec<usize> = ring.distinct_indexes(key.as_bytes()).collect();
+                assert_eq!(walk.len(), 6, "{f}: {key}");
+                for j in 1..walk.len() {
+                    let left: Vec<Server> = (0..6)
+                        .filter(|i| !walk[..j].contains(i))
+                        .map(|i| six[i].clone())
+                        .collect();
+                    let smaller = Ring::new(left, f).expect("smaller ring");
+                    let to = smaller.server_for(key.as_bytes()).expect("routed");
+                    assert_eq!(to.addr, six[walk[j]].addr, "{f}: {key}, step {j}");
+                }
+            }
+        }
+    }
+
     /// The accessors answer what the ring was built with; `continuum_bytes` counts each point
     /// (8 bytes) and the bucket index (4 bytes a bucket, plus one end marker).
     #[test]
