@@ -77,4 +77,18 @@ mod tests {
         assert_eq!(out.chars().count(), 212 + 5 + 32);
         assert!(out[212 * 2..].starts_with(":md5:"));
     }
+
+    /// The longest rewrite: 212 characters of four UTF-8 bytes each fill the stack buffer.
+    #[test]
+    fn four_byte_characters_fill_the_buffer_exactly() {
+        let k = "😀".repeat(251);
+        let out = with_hashed_key(k.as_bytes(), |b| b.to_vec());
+        let hex: String = md5(k.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let want = format!("{}:md5:{hex}", "😀".repeat(212));
+        assert_eq!(out.len(), BUF);
+        assert_eq!(out, want.as_bytes());
+    }
 }
