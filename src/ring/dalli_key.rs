@@ -78,6 +78,22 @@ mod tests {
         assert!(out[212 * 2..].starts_with(":md5:"));
     }
 
+    /// Ruby counts each byte that is not valid UTF-8 as one character, in the length and in
+    /// the 212-character prefix.
+    #[test]
+    fn invalid_bytes_count_as_one_character_each() {
+        let mut k = vec![0xff; 200];
+        k.extend_from_slice("é".repeat(51).as_bytes());
+        let out = with_hashed_key(&k, |b| b.to_vec());
+        let hex: String = md5(&k).iter().map(|b| format!("{b:02x}")).collect();
+        let mut want = vec![0xff; 200];
+        want.extend_from_slice("é".repeat(12).as_bytes());
+        want.extend_from_slice(format!(":md5:{hex}").as_bytes());
+        assert_eq!(out, want);
+        // 250 characters, of them 200 invalid bytes: not rewritten
+        assert_eq!(with_hashed_key(&k[..300], |b| b.len()), 300);
+    }
+
     /// The longest rewrite: 212 characters of four UTF-8 bytes each fill the stack buffer.
     #[test]
     fn four_byte_characters_fill_the_buffer_exactly() {

@@ -692,6 +692,29 @@ mod tests {
         }
     }
 
+    /// Every flavor prints as its first name in `FLAVORS`, and that name parses back to it.
+    /// A flavor whose peer has no hash option offers its default hash and nothing else.
+    #[test]
+    fn flavor_names_and_offered_hashes() {
+        assert_eq!(Flavor::Libmemcached.to_string(), "libmemcached");
+        assert_eq!(Flavor::Pymemcache.to_string(), "pymemcache");
+        for &(_, f) in FLAVORS {
+            let first = FLAVORS.iter().find(|(_, g)| *g == f).map(|(n, _)| *n);
+            assert_eq!(Some(f.name()), first);
+            assert_eq!(f.to_string(), f.name());
+            assert_eq!(f.name().parse::<Flavor>().ok(), Some(f), "{f}");
+            if !f.hash_is_configurable() {
+                for &(name, h) in hash::KEY_HASHES {
+                    assert_eq!(
+                        f.offers_hash(h),
+                        h == f.default_hash(),
+                        "{f} offers {name}?"
+                    );
+                }
+            }
+        }
+    }
+
     /// The accessors answer what the ring was built with; `continuum_bytes` counts each point
     /// (8 bytes) and the bucket index (4 bytes a bucket, plus one end marker).
     #[test]
