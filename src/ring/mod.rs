@@ -715,6 +715,24 @@ mod tests {
         }
     }
 
+    /// The first point name is what the peer hashes for a server's first point: libmemcached
+    /// leaves out port 11211 (`host-0`), dalli joins host, port and index with `:`; a
+    /// rendezvous node is named `host:port` (pymemcache's node key).
+    #[test]
+    fn first_point_names_as_each_peer_writes_them() {
+        let s = Server::new("10.0.1.1", 11211);
+        let other = Server::new("10.0.1.1", 11212);
+        let cases = [
+            (Flavor::Libmemcached, &s, "10.0.1.1-0"),
+            (Flavor::Libmemcached, &other, "10.0.1.1:11212-0"),
+            (Flavor::Dalli, &s, "10.0.1.1:11211:0"),
+            (Flavor::Pymemcache, &s, "10.0.1.1:11211"),
+        ];
+        for (f, server, want) in cases {
+            assert_eq!(f.first_point_name(server), want, "{f}");
+        }
+    }
+
     /// The accessors answer what the ring was built with; `continuum_bytes` counts each point
     /// (8 bytes) and the bucket index (4 bytes a bucket, plus one end marker).
     #[test]
