@@ -713,6 +713,16 @@ mod tests {
                 }
             }
         }
+        // and the key hashes the same way
+        assert_eq!(KeyHash::OneAtATime.to_string(), "one-at-a-time");
+        for &(_, h) in hash::KEY_HASHES {
+            let first = hash::KEY_HASHES
+                .iter()
+                .find(|(_, g)| *g == h)
+                .map(|(n, _)| *n);
+            assert_eq!(Some(h.to_string().as_str()), first);
+            assert_eq!(h.to_string().parse::<KeyHash>().ok(), Some(h), "{h}");
+        }
     }
 
     /// The first point name is what the peer hashes for a server's first point: libmemcached
