@@ -743,6 +743,26 @@ mod tests {
         }
     }
 
+    /// A server listed twice puts its points on the same places: one copy takes them all
+    /// (spymemcached's map keeps the last, libmemcached's sort the first), so the other has
+    /// points counted and none on the continuum. The walk still ends, with the one found.
+    #[test]
+    fn a_walk_ends_when_a_server_lost_every_point_to_a_tie() {
+        let twice = vec![
+            Server::new("10.0.0.1", 11211),
+            Server::new("10.0.0.1", 11211),
+        ];
+        for (f, owner) in [(Flavor::Spymemcached, 1), (Flavor::Libmemcached, 0)] {
+            let ring = Ring::new(twice.clone(), f).expect("ring");
+            assert_eq!(ring.point_counts(), &[160, 160], "{f}");
+            for k in 0..20 {
+                let key = format!("k{k}");
+                let walk: Vec<usize> = ring.distinct_indexes(key.as_bytes()).collect();
+                assert_eq!(walk, [owner], "{f}: {key}");
+            }
+        }
+    }
+
     /// The accessors answer what the ring was built with; `continuum_bytes` counts each point
     /// (8 bytes) and the bucket index (4 bytes a bucket, plus one end marker).
     #[test]
