@@ -375,6 +375,69 @@ mod tests {
     }
 
     #[test]
+    fn addresses_bracket_ipv6_and_connections_go_where_told() {
+        let addrs = |s: &Server| {
+            (
+                s.to_string(),
+                s.socket_addr(),
+                s.connect_host().to_string(),
+                s.connect_addr(),
+            )
+        };
+        let v4 = Server::new("127.0.0.1", 11211);
+        assert_eq!(
+            addrs(&v4),
+            (
+                "127.0.0.1:11211".into(),
+                "127.0.0.1:11211".into(),
+                "127.0.0.1".into(),
+                "127.0.0.1:11211".into()
+            )
+        );
+        let v6 = Server::new("::1", 5);
+        assert_eq!(
+            addrs(&v6),
+            (
+                "[::1]:5".into(),
+                "[::1]:5".into(),
+                "::1".into(),
+                "[::1]:5".into()
+            )
+        );
+        // a discovered node: placed by its name, reached at the address it was given
+        let named = Server::new("cache-a.internal", 11211).with_connect_to("127.0.0.9");
+        assert_eq!(
+            addrs(&named),
+            (
+                "cache-a.internal:11211".into(),
+                "cache-a.internal:11211".into(),
+                "127.0.0.9".into(),
+                "127.0.0.9:11211".into()
+            )
+        );
+        let to_v6 = Server::new("cache-b.internal", 7).with_connect_to("::1");
+        assert_eq!(to_v6.connect_addr(), "[::1]:7");
+        assert_eq!(to_v6.socket_addr(), "cache-b.internal:7");
+        // Display prints the address as written, which a parsed server keeps
+        let written = parse_server_list("- [::1]:5:3 tw").expect("parses");
+        assert_eq!(written[0].to_string(), "[::1]:5");
+    }
+
+    #[test]
+    fn one_server_parses_from_a_string_and_a_list_does_not() {
+        let s: Server = "127.0.0.1:11212 4 c".parse().expect("one server");
+        assert_eq!((s.port, s.weight, s.name.as_deref()), (11212, 4, Some("c")));
+        for (text, found) in [("a:1,b:2", 2), ("", 0), ("# only a comment", 0)] {
+            let e = text.parse::<Server>().expect_err(text);
+            assert_eq!(
+                e.reason,
+                format!("expected one server, found {found}"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn memcache_urls_name_host_and_port() {
         let s = parse_server_list("memcache://127.0.0.1:21211\nmemcached://[::1]:5/ 2")
             .expect("parses");
