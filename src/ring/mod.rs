@@ -663,9 +663,7 @@ mod tests {
     /// Dalli's continuum answers the last point at or below the hash, so its walk goes down.
     #[test]
     fn the_walk_is_where_the_key_goes_as_servers_are_removed() {
-        let six: Vec<Server> = (1..=6)
-            .map(|i| Server::new(format!("10.0.0.{i}"), 11211))
-            .collect();
+        let six = six_servers();
         for f in [
             Flavor::Dalli,
             Flavor::Spymemcached,
@@ -676,19 +674,49 @@ mod tests {
         ] {
             let ring = Ring::new(six.clone(), f).expect("ring");
             for k in 0..40 {
-                let key = format!("walk:{k}");
-                let walk: Vec<usize> = ring.distinct_indexes(key.as_bytes()).collect();
-                assert_eq!(walk.len(), 6, "{f}: {key}");
-                for j in 1..walk.len() {
-                    let left: Vec<Server> = (0..6)
-                        .filter(|i| !walk[..j].contains(i))
-                        .map(|i| six[i].clone())
-                        .collect();
-                    let smaller = Ring::new(left, f).expect("smaller ring");
-                    let to = smaller.server_for(key.as_bytes()).expect("routed");
-                    assert_eq!(to.addr, six[walk[j]].addr, "{f}: {key}, step {j}");
-                }
+                assert_walk_is_removal_order(&ring, &six, &format!("walk:{k}"));
             }
+        }
+    }
+
+    /// Keys that start on the first and the last points: dalli's downward walk and the
+    /// others' upward walk both wrap around the end of the continuum.
+    #[test]
+    fn walks_wrap_around_the_continuum() {
+        let six = six_servers();
+        for f in [Flavor::Dalli, Flavor::Spymemcached, Flavor::Libmemcached] {
+            let ring = Ring::new(six.clone(), f).expect("ring");
+            let n = ring.continuum.len();
+            for edge in [0..3, n - 3..n] {
+                let key = (0..200_000)
+                    .map(|k| format!("wrap:{k}"))
+                    .find(|key| edge.contains(&ring.distinct_indexes(key.as_bytes()).start))
+                    .unwrap_or_else(|| panic!("{f}: no key starts at points {edge:?}"));
+                assert_walk_is_removal_order(&ring, &six, &key);
+            }
+        }
+    }
+
+    fn six_servers() -> Vec<Server> {
+        (1..=6)
+            .map(|i| Server::new(format!("10.0.0.{i}"), 11211))
+            .collect()
+    }
+
+    /// The walk names every server once, and its j-th server is where the key goes once the
+    /// servers before it are gone.
+    fn assert_walk_is_removal_order(ring: &Ring, servers: &[Server], key: &str) {
+        let f = ring.flavor;
+        let walk: Vec<usize> = ring.distinct_indexes(key.as_bytes()).collect();
+        assert_eq!(walk.len(), servers.len(), "{f}: {key}");
+        for j in 1..walk.len() {
+            let left: Vec<Server> = (0..servers.len())
+                .filter(|i| !walk[..j].contains(i))
+                .map(|i| servers[i].clone())
+                .collect();
+            let smaller = Ring::new(left, f).expect("smaller ring");
+            let to = smaller.server_for(key.as_bytes()).expect("routed");
+            assert_eq!(to.addr, servers[walk[j]].addr, "{f}: {key}, step {j}");
         }
     }
 
