@@ -77,6 +77,9 @@ run() {
 args() {
     local m=$1 g t
     [ -n "${FILES[$m]:-}" ] || usage
+    # the globs go to cargo-mutants as written (the shell would expand `**` to one level)
+    local IFS=" "
+    set -f
     for g in ${FILES[$m]}; do printf -- '--file\n%s\n' "$g"; done
     set -- ${TESTS[$m]}
     while [ $# -gt 0 ]; do

@@ -62,3 +62,21 @@ impl std::fmt::Display for HashTag {
         write!(f, "{}{}", self.open as char, self.close as char)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_prints_as_written_and_parses_back() {
+        for text in ["{}", "$$", "[]"] {
+            let tag: HashTag = text.parse().expect(text);
+            let b = text.as_bytes();
+            assert_eq!(tag, HashTag::new(b[0], b[1]));
+            assert_eq!(tag.to_string(), text);
+        }
+        for bad in ["", "{", "{}}"] {
+            assert_eq!(bad.parse::<HashTag>(), Err(BadHashTag(bad.into())));
+        }
+    }
+}
