@@ -469,3 +469,310 @@ impl Link {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::exchange::Single;
+    use crate::outcome::{DeleteOutcome, StoreOutcome};
+    use crate::proto::StoreCommand;
+
+    /// What the server does in one test exchange: the bytes of each read (then the end of the
+    /// stream), or a socket error instead of any byte.
+    enum Server<'a> {
+        Sends(&'a [u8]),
+        SendsEach(&'a [&'a [u8]]),
+        Fails(io::ErrorKind),
+    }
+
+    /// Drive `ex` on `link` as a connection would: the bytes it wrote, and how it ended.
+    fn drive<T>(
+        link: &mut Link,
+        ex: &mut Single<'_, T>,
+        server: Server<'_>,
+    ) -> (Vec<u8>, Result<T>) {
+        let (mut written, mut fresh, mut reads) = (Vec::new(), true, 0);
+        loop {
+            let next = link.advance(ex, fresh);
+            fresh = false;
+            match next {
+                Ok(Next::Write) => {
+                    written.extend_from_slice(link.pending_write());
+                    link.wrote();
+                }
+                Ok(Next::Read(_)) => {
+                    let bytes = match server {
+                        Server::Fails(kind) => {
+                            return (written, Err(link.io_failed(kind.into(), "read")));
+                        }
+                        Server::Sends(bytes) if reads == 0 => bytes,
+                        Server::SendsEach(each) if reads < each.len() => each[reads],
+                        _ => &[][..],
+                    };
+                    reads += 1;
+                    link.spare()[..bytes.len()].copy_from_slice(bytes);
+                    if let Err(e) = link.received(bytes.len()) {
+                        return (written, Err(e));
+                    }
+                }
+                Ok(Next::Done(v)) => return (written, Ok(v)),
+                Err(e) => return (written, Err(e)),
+            }
+        }
+    }
+
+    /// A link that completed one exchange and went back to its pool, then was checked out.
+    fn reused() -> Link {
+        let mut link = Link::new("s:1", &ConnOptions::default());
+        link.checked_out();
+        let (_, r) = drive(
+            &mut link,
+            &mut Single::version(),
+            Server::Sends(b"VERSION 1.6.21\r\n"),
+        );
+        assert!(r.is_ok(), "{r:?}");
+        link.checked_out();
+        link
+    }
+
+    #[test]
+    fn a_reused_link_closed_before_any_reply_byte_failed_stale() {
+        for kind in [
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::ConnectionAborted,
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::UnexpectedEof,
+        ] {
+            let mut link = reused();
+            let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Fails(kind));
+            assert!(r.is_err());
+            assert!(link.failed_stale(), "{kind:?}");
+            assert!(link.is_broken() && link.sent_any());
+        }
+        let mut link = reused();
+        let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Sends(b""));
+        assert!(matches!(
+            r,
+            Err(Error::Io {
+                kind: io::ErrorKind::UnexpectedEof,
+                ..
+            })
+        ));
+        assert!(link.failed_stale());
+    }
+
+    #[test]
+    fn other_failures_are_not_stale() {
+        // a timeout or a refused connection says something of the server
+        let mut link = reused();
+        let _ = drive(
+            &mut link,
+            &mut Single::delete(b"k"),
+            Server::Fails(io::ErrorKind::TimedOut),
+        );
+        assert!(!link.failed_stale());
+        let mut link = reused();
+        let e = link.timed_out("read");
+        assert!(matches!(e, Error::Timeout { op: "read", .. }), "{e:?}");
+        assert!(!link.failed_stale() && link.is_broken());
+        // a byte of the reply came: the connection was alive
+        let mut link = reused();
+        let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Sends(b"DELE"));
+        assert!(matches!(
+            r,
+            Err(Error::Io {
+                kind: io::ErrorKind::UnexpectedEof,
+                ..
+            })
+        ));
+        assert!(!link.failed_stale());
+        // a new link has not sat in a pool
+        let mut link = Link::new("s:1", &ConnOptions::default());
+        link.checked_out();
+        let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Sends(b""));
+        let e = r.expect_err("end of stream");
+        assert!(!link.failed_stale());
+        assert!(
+            e.to_string().contains("memcached -Z needs TLS")
+                || e.to_string().contains("enable TLS"),
+            "{e}"
+        );
+        // the next exchange starts clean
+        let mut link = reused();
+        let _ = drive(
+            &mut link,
+            &mut Single::delete(b"k"),
+            Server::Fails(io::ErrorKind::BrokenPipe),
+        );
+        assert!(link.failed_stale());
+        link.checked_out();
+        assert!(!link.failed_stale());
+    }
+
+    #[test]
+    fn a_link_reports_whether_its_request_left() {
+        let mut link = reused();
+        let (req, r) = drive(
+            &mut link,
+            &mut Single::delete(b"k"),
+            Server::Sends(b"NOT_FOUND\r\n"),
+        );
+        assert_eq!(req, b"delete k\r\n");
+        assert!(matches!(r, Ok(DeleteOutcome::NotFound)), "{r:?}");
+        assert!(link.sent_any() && !link.is_broken() && !link.is_in_flight());
+        // a failure before the first write: nothing left
+        let mut link = reused();
+        let mut ex = Single::delete(b"k");
+        assert!(matches!(link.advance(&mut ex, true), Ok(Next::Write)));
+        assert!(link.is_in_flight() && !link.sent_any());
+        let _ = link.io_failed(io::ErrorKind::ConnectionRefused.into(), "write");
+        assert!(!link.sent_any() && link.is_broken());
+    }
+
+    #[test]
+    fn bytes_after_the_last_reply_fail_the_exchange_and_break_the_link() {
+        let mut link = reused();
+        let (_, r) = drive(
+            &mut link,
+            &mut Single::delete(b"k"),
+            Server::Sends(b"DELETED\r\nEND\r\n"),
+        );
+        let e = r.expect_err("unasked bytes");
+        assert!(
+            e.to_string().contains("unasked with or after the reply"),
+            "{e}"
+        );
+        assert!(link.is_broken());
+        let (_, r) = drive(
+            &mut link,
+            &mut Single::version(),
+            Server::Sends(b"VERSION 1\r\n"),
+        );
+        assert!(
+            r.expect_err("broken")
+                .to_string()
+                .contains("connection is broken")
+        );
+    }
+
+    #[test]
+    fn the_idle_check_keeps_only_a_quiet_link() {
+        let mut link = reused();
+        let would_block = || Err(io::ErrorKind::WouldBlock.into());
+        assert!(link.idle_verdict(would_block(), b"").is_ok());
+        assert!(!link.is_broken());
+        let e = link.idle_verdict(Ok(0), b"").expect_err("closed");
+        assert!(
+            matches!(
+                e,
+                Error::Io {
+                    kind: io::ErrorKind::UnexpectedEof,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(link.is_broken());
+        let mut link = reused();
+        let e = link.idle_verdict(Ok(5), b"VALUE x").expect_err("unasked");
+        assert!(
+            e.to_string()
+                .contains("\"VALUE\" unasked while the connection was idle"),
+            "{e}"
+        );
+        let mut link = reused();
+        let e = link
+            .idle_verdict(Err(io::ErrorKind::ConnectionReset.into()), b"")
+            .expect_err("reset");
+        assert!(
+            matches!(
+                e,
+                Error::Io {
+                    kind: io::ErrorKind::ConnectionReset,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        // in flight: a caller gave up midway, so the stream is out of step
+        let mut link = reused();
+        let _ = link.advance(&mut Single::version(), true);
+        assert!(link.idle_verdict(would_block(), b"").is_err());
+    }
+
+    #[test]
+    fn without_credentials_a_set_waits_for_a_version_and_is_never_sent_to_a_login_server() {
+        let mut link = Link::new("s:1", &ConnOptions::default());
+        let mut set = Single::store(StoreCommand::Set, b"k", b"u p", 0, 0);
+        let (req, r) = drive(
+            &mut link,
+            &mut set,
+            Server::Sends(b"CLIENT_ERROR unauthenticated\r\n"),
+        );
+        assert_eq!(req, b"version\r\n");
+        assert!(
+            matches!(
+                r,
+                Err(Error::Auth {
+                    problem: AuthProblem::Required,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        // every later exchange fails the same way, writing nothing
+        let mut ex = Single::delete(b"k");
+        assert!(matches!(
+            link.advance(&mut ex, true),
+            Err(Error::Auth {
+                problem: AuthProblem::Required,
+                ..
+            })
+        ));
+        // a server that answers the version gets the set, and no version again
+        let mut link = Link::new("s:1", &ConnOptions::default());
+        let (req, r) = drive(
+            &mut link,
+            &mut Single::store(StoreCommand::Set, b"k", b"v", 0, 0),
+            Server::SendsEach(&[b"VERSION 1.6.21\r\n", b"STORED\r\n"]),
+        );
+        assert_eq!(req, b"version\r\nset k 0 0 1\r\nv\r\n");
+        assert!(matches!(r, Ok(StoreOutcome::Stored)), "{r:?}");
+        let mut next = Single::store(StoreCommand::Set, b"k", b"w", 0, 0);
+        let (req, _) = drive(&mut link, &mut next, Server::Sends(b"STORED\r\n"));
+        assert_eq!(
+            req, b"set k 0 0 1\r\nw\r\n",
+            "the server was known to serve"
+        );
+        // a version exchange alone says nothing of a login: the set still asks first
+        let mut link = reused();
+        let (req, r) = drive(
+            &mut link,
+            &mut Single::store(StoreCommand::Set, b"k", b"v", 0, 0),
+            Server::SendsEach(&[b"VERSION 1.6.21\r\n", b"STORED\r\n"]),
+        );
+        assert_eq!(req, b"version\r\nset k 0 0 1\r\nv\r\n");
+        assert!(matches!(r, Ok(StoreOutcome::Stored)), "{r:?}");
+    }
+
+    #[test]
+    fn meta_and_login_lines_are_told_apart() {
+        for (req, meta) in [
+            (&b"mg k v\r\n"[..], true),
+            (b"ms k 1\r\n", true),
+            (b"md k\r\n", true),
+            (b"ma k\r\n", true),
+            (b"mn\r\n", true),
+            (b"mget k\r\n", false),
+            (b"get k\r\n", false),
+            (b"m", false),
+        ] {
+            assert_eq!(is_meta(req), meta, "{:?}", String::from_utf8_lossy(req));
+        }
+        assert!(may_log_in(b"set k 0 0 1\r\nv\r\n"));
+        assert!(may_log_in(b"get a\r\nset k 0 0 1\r\nv\r\n"));
+        assert!(!may_log_in(b"get set\r\n"));
+        // a value that holds such a line costs one `version`, never a login
+        assert!(may_log_in(b"add k 0 0 4\r\na\nset\r\n"));
+    }
+}
