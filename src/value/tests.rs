@@ -237,3 +237,62 @@ fn truncated_streams_are_errors_not_short_values() {
     assert!(decode(Codec::Spymemcached, 2, &g[..g.len() / 2], 1 << 20).is_err());
     assert!(decode(Codec::Dalli, 2, &g[..g.len() - 4], 1 << 20).is_err());
 }
+
+/// The raw codec stores each value's bytes with flags 0 (an unknown value keeps its flags), and
+/// refuses the values it has no agreed spelling for.
+#[test]
+fn the_raw_codec_stores_bytes_and_refuses_what_has_no_spelling() {
+    let raw = Transcoder::new(Codec::Raw);
+    let json = serde_json::json!({"a": [1, 2]});
+    for (value, flags, bytes) in [
+        (
+            Value::String("héllo".into()),
+            0,
+            "héllo".as_bytes().to_vec(),
+        ),
+        (Value::Bytes(vec![0, 255, 13, 10]), 0, vec![0, 255, 13, 10]),
+        (Value::Int(-42), 0, b"-42".to_vec()),
+        (
+            Value::BigInt("18446744073709551616".into()),
+            0,
+            b"18446744073709551616".to_vec(),
+        ),
+        (Value::Json(json.clone()), 0, br#"{"a":[1,2]}"#.to_vec()),
+        (Value::Msgpack(json), 0, br#"{"a":[1,2]}"#.to_vec()),
+        (
+            Value::Foreign {
+                encoding: Encoding::Pickle,
+                bytes: b"\x80\x04K\x01.".to_vec(),
+            },
+            0,
+            b"\x80\x04K\x01.".to_vec(),
+        ),
+        (
+            Value::Unknown {
+                flags: 0x1234,
+                bytes: b"as stored".to_vec(),
+            },
+            0x1234,
+            b"as stored".to_vec(),
+        ),
+    ] {
+        let e = raw.encode(&value, 1 << 20).expect("stored");
+        assert_eq!((e.flags, &e.bytes), (flags, &bytes), "{value:?}");
+    }
+    for value in [Value::Float(1.5), Value::Bool(true), Value::Null] {
+        assert!(
+            matches!(
+                raw.encode(&value, 1 << 20),
+                Err(ValueError::Unsupported {
+                    codec: Codec::Raw,
+                    ..
+                })
+            ),
+            "{value:?}"
+        );
+    }
+    assert!(matches!(
+        raw.encode(&Value::Bytes(vec![1; 11]), 10),
+        Err(ValueError::TooLarge { size: 11, max: 10 })
+    ));
+}
