@@ -100,4 +100,39 @@ mod tests {
         rb.reset();
         assert_eq!(rb.spare().len(), READ_CHUNK);
     }
+
+    /// Moving bytes costs a copy per read: only when less than a quarter chunk is free.
+    #[test]
+    fn unread_bytes_stay_in_place_while_a_quarter_chunk_is_free() {
+        let mut rb = ReadBuf::default();
+        rb.spare()[..100].fill(b'x');
+        rb.filled(100);
+        rb.consume(50);
+        assert_eq!(rb.spare().len(), READ_CHUNK - 100);
+        assert_eq!((rb.start, rb.end), (50, 100), "not moved");
+        let free = READ_CHUNK / 4;
+        rb.filled(READ_CHUNK - 100 - free);
+        assert_eq!(rb.spare().len(), free, "exactly a quarter free: not moved");
+        assert_eq!(rb.start, 50);
+        rb.filled(1);
+        assert_eq!(rb.spare().len(), free - 1 + 50, "moved to the front");
+        assert_eq!((rb.start, rb.buf.len()), (0, READ_CHUNK), "and not grown");
+    }
+
+    /// A buffer up to the idle limit is kept for the next request; a larger one is released.
+    #[test]
+    fn reset_keeps_a_buffer_up_to_the_idle_limit() {
+        for (size, kept) in [
+            (MAX_IDLE_BUFFER, MAX_IDLE_BUFFER),
+            (MAX_IDLE_BUFFER + 1, READ_CHUNK),
+        ] {
+            let mut rb = ReadBuf {
+                buf: vec![0; size],
+                start: 0,
+                end: 0,
+            };
+            rb.reset();
+            assert_eq!(rb.buf.len(), kept, "{size}");
+        }
+    }
 }
