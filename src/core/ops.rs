@@ -347,3 +347,58 @@ pub(crate) fn watch_dns<P: Send + Sync + 'static>(
     let apply = move |list| core.set_servers(list);
     crate::watch::dns(apply, name, port_weight, interval)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fake::Fake;
+    use crate::core::transport::now;
+    use crate::error::Error;
+
+    /// Multi-key writes over three servers: each key's result in its input place, a value too
+    /// large refused in its own place, and every key on the server the ring names.
+    #[test]
+    fn multi_key_writes_answer_each_key_in_input_order() {
+        let f = Fake::new("127.0.0.1:1\n127.0.0.1:2\n127.0.0.1:3", |b| {
+            b.max_value_size(64)
+        });
+        let big = vec![b'x'; 65];
+        let items: Vec<(String, Vec<u8>)> = (0..30)
+            .map(|i| {
+                let v = if i == 7 {
+                    big.clone()
+                } else {
+                    format!("v{i}").into_bytes()
+                };
+                (format!("key:{i}"), v)
+            })
+            .collect();
+        let stored = now(&f, set_multi(&f, &items, 0, Expiry::NEVER));
+        assert_eq!(stored.len(), 30);
+        for (i, r) in stored.iter().enumerate() {
+            match i {
+                7 => assert!(matches!(r, Err(Error::ValueTooLarge { .. })), "{r:?}"),
+                _ => assert!(matches!(r, Ok(StoreOutcome::Stored)), "{i}: {r:?}"),
+            }
+        }
+        let ring = f.core().ring();
+        for (i, (k, v)) in items.iter().enumerate().filter(|(i, _)| *i != 7) {
+            let at = &ring.server_for(k.as_bytes()).expect("routed").addr;
+            assert_eq!(f.held(at, k).as_deref(), Some(&v[..]), "{i} on {at}");
+        }
+        // the deleted keys and the missing ones, interleaved
+        let keys: Vec<String> = (0..30)
+            .flat_map(|i| [format!("key:{i}"), format!("missing:{i}")])
+            .collect();
+        let deleted = now(&f, delete_multi(&f, &keys));
+        assert_eq!(deleted.len(), 60);
+        for (i, r) in deleted.iter().enumerate() {
+            let want = if i % 2 == 0 && i != 14 {
+                DeleteOutcome::Deleted
+            } else {
+                DeleteOutcome::NotFound
+            };
+            assert_eq!(r.as_ref().ok(), Some(&want), "{}: {r:?}", keys[i]);
+        }
+    }
+}
