@@ -21,13 +21,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # module: file globs | the tests that exercise them
-declare -A FILES TESTS
+declare -A FILES TESTS FILTER
 FILES[proto]='src/proto/**'
 TESTS[proto]='--lib --test fuzz_corpora'
 FILES[ring]='src/ring/**'
 TESTS[ring]='--lib --test hash_vectors --test ring_api --test published_vectors --test peer_vectors'
 FILES[value]='src/value/**'
 TESTS[value]='--lib --test value_vectors'
+# only the codec unit tests of --lib: the other 200 start a process each under nextest
+FILTER[value]='test(/^value::/) | binary_id(memshard::value_vectors)'
 FILES[exchange]='src/core/exchange/** src/core/link.rs src/core/readbuf.rs src/core/multi.rs src/core/route.rs src/core/keys.rs'
 TESTS[exchange]='--lib --test client_live --test async_live'
 FILES[core-failure]='src/core/failure/**'
@@ -88,6 +90,9 @@ args() {
             *) printf -- '--cargo-arg=%s\n' "$1"; shift ;;
         esac
     done
+    if [ -n "${FILTER[$m]:-}" ]; then
+        printf -- '--cargo-test-arg=-E\n--cargo-test-arg=%s\n' "${FILTER[$m]}"
+    fi
 }
 
 case "$1" in
