@@ -214,6 +214,30 @@ mod tests {
     }
 
     #[test]
+    fn a_key_s_owner_is_down_only_while_it_is_ejected() {
+        let core = core(100);
+        let full = core.ring();
+        let key = (0..1000)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|k| full.route(k) == Some(0))
+            .expect("a key of server 0");
+        let other = (0..1000)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|k| full.route(k) == Some(1))
+            .expect("a key of server 1");
+        assert!(!core.owner_down(&key).expect("routed"));
+        // marked down, still in the ring in force (not ejected yet, or never: no auto-eject)
+        let c = core.view().members[0].clone();
+        c.health
+            .hold_down(&core.failures.policy, core.failures.epoch, Instant::now());
+        assert!(core.owner_down(&key).expect("routed"));
+        assert!(!core.owner_down(&other).expect("routed"));
+        // ejected: the key's owner is now a server that is up
+        core.rebuild_routing();
+        assert!(!core.owner_down(&key).expect("routed"));
+    }
+
+    #[test]
     fn multi_key_writes_record_their_fallbacks() {
         let core = core(100);
         let c = eject(&core, 0);

@@ -110,6 +110,8 @@ mod tests {
     fn asks_config_then_legacy_on_refusal() {
         let (writes, r) = drive_script(&mut Discover::new(), &[&config("CONFIG cluster")]);
         assert_eq!(writes, [CONFIG_GET_CLUSTER.to_vec()]);
+        // the name its calls are counted and traced under
+        assert_eq!(Discover::new().command(), "config get cluster");
         assert_eq!(r.expect("config").version, 5);
         for refusal in ["ERROR\r\n", "END\r\n"] {
             let (writes, r) = drive_script(

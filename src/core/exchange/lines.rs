@@ -242,3 +242,180 @@ impl Exchange for NoreplySets<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::exchange::meta::testing::{CTX, receive};
+    use crate::proto::StoreCommand;
+
+    const TEXT: Ctx<'static> = Ctx {
+        protocol: crate::Protocol::Text,
+        ..CTX
+    };
+
+    /// Step `ex` once to write, then feed `reply` as it arrives in reads of at most 4 KiB:
+    /// what was written, and the step after the last byte (or the first that is not a read).
+    fn run<E: Exchange>(ex: &mut E, reply: &[u8], ctx: &Ctx) -> (Vec<u8>, Result<Step<E::Output>>) {
+        let (mut rb, mut out) = (ReadBuf::default(), Vec::new());
+        assert!(matches!(ex.step(&mut rb, &mut out, ctx), Ok(Step::Write)));
+        let mut step = ex.step(&mut rb, &mut Vec::new(), ctx);
+        for chunk in reply.chunks(4096) {
+            if !matches!(step, Ok(Step::Read)) {
+                break;
+            }
+            receive(&mut rb, chunk);
+            step = ex.step(&mut rb, &mut Vec::new(), ctx);
+        }
+        (out, step)
+    }
+
+    /// A stats reply of `stat_lines` lines, then `END`.
+    fn stats_reply(stat_lines: usize, line_len: usize) -> Vec<u8> {
+        let mut r = Vec::new();
+        for i in 0..stat_lines {
+            let head = format!("STAT k{i} ");
+            r.extend(head.as_bytes());
+            r.extend(std::iter::repeat_n(b'v', line_len - head.len() - 2));
+            r.extend(b"\r\n");
+        }
+        r.extend(b"END\r\n");
+        r
+    }
+
+    #[test]
+    fn stats_are_read_to_their_end() {
+        let mut ex = StatsExchange::new(Some("slabs"));
+        let (req, step) = run(&mut ex, b"STAT pid 7\r\nSTAT uptime 12\r\nEND\r\n", &TEXT);
+        assert_eq!(req, b"stats slabs\r\n");
+        let Ok(Step::Done(stats)) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(
+            stats,
+            [("pid".into(), "7".into()), ("uptime".into(), "12".into())]
+        );
+        let (_, step) = run(&mut StatsExchange::new(None), b"ERROR\r\n", &TEXT);
+        assert!(matches!(step, Ok(Step::Refused(_))), "{step:?}");
+        assert_eq!(StatsExchange::new(None).command(), "stats");
+        for bad in ["", "a b", "a\r\nflush_all", "a\x7f"] {
+            assert!(StatsExchange::check_group(Some(bad)).is_err(), "{bad:?}");
+        }
+        assert!(StatsExchange::check_group(Some("items")).is_ok());
+        assert!(StatsExchange::check_group(None).is_ok());
+    }
+
+    #[test]
+    fn a_stats_reply_may_reach_its_limits_and_not_pass_them() {
+        // lines: STATS_MAX_LINES with the END, and one more
+        let (_, step) = run(
+            &mut StatsExchange::new(None),
+            &stats_reply(STATS_MAX_LINES - 1, 16),
+            &TEXT,
+        );
+        assert!(
+            matches!(step, Ok(Step::Done(ref s)) if s.len() == STATS_MAX_LINES - 1),
+            "{step:?}"
+        );
+        let (_, step) = run(
+            &mut StatsExchange::new(None),
+            &stats_reply(STATS_MAX_LINES, 16),
+            &TEXT,
+        );
+        let e = format!("{:?}", step.expect_err("one line too many"));
+        assert!(
+            e.contains(&format!("at most {STATS_MAX_LINES} lines")),
+            "{e}"
+        );
+        // bytes: exactly STATS_MAX_BYTES with the END, and one more
+        let line = 1000;
+        let lines = (STATS_MAX_BYTES - 5) / line;
+        let mut exact = stats_reply(lines, line);
+        let short = STATS_MAX_BYTES - exact.len();
+        let tail = stats_reply(1, short);
+        exact.truncate(exact.len() - 5);
+        exact.extend(&tail);
+        assert_eq!(exact.len(), STATS_MAX_BYTES);
+        let (_, step) = run(&mut StatsExchange::new(None), &exact, &TEXT);
+        assert!(
+            matches!(step, Ok(Step::Done(ref s)) if s.len() == lines + 1),
+            "{step:?}"
+        );
+        let mut over = exact[..exact.len() - 7].to_vec();
+        over.extend(b"v\r\nEND\r\n");
+        assert_eq!(over.len(), STATS_MAX_BYTES + 1);
+        let (_, step) = run(&mut StatsExchange::new(None), &over, &TEXT);
+        let e = format!("{:?}", step.expect_err("one byte too many"));
+        assert!(e.contains(&format!("{STATS_MAX_BYTES} bytes")), "{e}");
+    }
+
+    fn sets(keys: &[&'static str]) -> NoreplySets<'static> {
+        NoreplySets::new(
+            keys.iter()
+                .map(|k| Request::Store {
+                    cmd: StoreCommand::Set,
+                    key: k.as_bytes(),
+                    flags: 0,
+                    exptime: 0,
+                    value: b"v",
+                    noreply: true,
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn noreply_sets_end_at_the_version_and_report_error_lines() {
+        let (req, step) = run(&mut sets(&["a", "b"]), b"VERSION 1.6.21\r\n", &TEXT);
+        assert_eq!(
+            req,
+            b"set a 0 0 1 noreply\r\nv\r\nset b 0 0 1 noreply\r\nv\r\nversion\r\n"
+        );
+        assert!(matches!(step, Ok(Step::Done(()))), "{step:?}");
+        let (_, step) = run(
+            &mut sets(&["a", "b", "c"]),
+            b"SERVER_ERROR out of memory storing object\r\nVERSION 1.6.21\r\n",
+            &TEXT,
+        );
+        let Ok(Step::Refused(Error::Server { message, .. })) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(
+            message,
+            "1 of 3 noreply sets failed, first: SERVER_ERROR out of memory storing object"
+        );
+        assert_eq!(sets(&["a"]).command(), "set_multi_noreply");
+    }
+
+    #[test]
+    fn quiet_meta_sets_end_at_the_noop_and_report_what_failed() {
+        let (req, step) = run(&mut sets(&["a", "b"]), b"MN\r\n", &CTX);
+        let req = String::from_utf8(req).expect("text");
+        assert!(
+            req.starts_with("ms a 1 ") && req.ends_with("mn\r\n"),
+            "{req}"
+        );
+        assert_eq!(req.matches(" q").count(), 2, "{req}");
+        assert!(matches!(step, Ok(Step::Done(()))), "{step:?}");
+        let (_, step) = run(&mut sets(&["a", "b"]), b"NS\r\nMN\r\n", &CTX);
+        let Ok(Step::Refused(Error::Server { message, .. })) = step else {
+            panic!("{step:?}")
+        };
+        assert!(
+            message.starts_with("1 of 2 noreply sets failed, first: NotStored"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_noreply_batch_gets_one_error_line_per_request_and_its_version() {
+        let mut reply = Vec::new();
+        for _ in 0..3 {
+            reply.extend(b"SERVER_ERROR out of memory\r\n");
+        }
+        reply.extend(b"VERSION 1\r\n");
+        let (_, step) = run(&mut sets(&["a", "b"]), &reply, &TEXT);
+        let e = format!("{:?}", step.expect_err("a line more than the requests"));
+        assert!(e.contains("at most 3 lines"), "{e}");
+    }
+}

@@ -325,4 +325,26 @@ mod tests {
         let _ = Single::version().step(&mut ReadBuf::default(), &mut out, &CTX);
         assert_eq!(out, b"version\r\n");
     }
+
+    #[test]
+    fn a_meta_touch_reads_a_miss_as_not_found() {
+        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+        use crate::outcome::TouchOutcome;
+        for (status, want) in [
+            ("HD", TouchOutcome::Touched),
+            ("EN", TouchOutcome::NotFound),
+        ] {
+            let mut ex = Single::touch(b"k", 10);
+            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+            let o = opaques(&out)[0];
+            assert_eq!(out, format!("mg k T10 O{o}\r\n").as_bytes());
+            receive(&mut rb, format!("{status} O{o}\r\n").as_bytes());
+            let r = ex.step(&mut rb, &mut out, &CTX);
+            assert!(
+                matches!(r, Ok(Step::Done(ref t)) if *t == want),
+                "{status}: {r:?}"
+            );
+        }
+    }
 }
