@@ -420,3 +420,31 @@ fn spymemcached_json_looking_as_java_answers() {
         assert_eq!(spymemcached::json_looking(s), java, "{s:?}");
     }
 }
+
+/// node memcached reads a number's text with `Number(text)`: the cases below are what node
+/// printed for `Number(s)`.
+#[test]
+fn node_numbers_read_as_number_reads_them() {
+    for (text, want) in [
+        ("0o17", 15.0),
+        ("0O17", 15.0),
+        ("0x1F", 31.0),
+        ("0b101", 5.0),
+        (" 12 ", 12.0),
+        ("", 0.0),
+        ("Infinity", f64::INFINITY),
+    ] {
+        assert_eq!(
+            decode(Codec::NodeMemcached, 8, text.as_bytes(), 1 << 20),
+            Ok(Value::Float(want)),
+            "{text:?}"
+        );
+    }
+    for text in ["0o", "0o8", "-0x10"] {
+        let got = decode(Codec::NodeMemcached, 8, text.as_bytes(), 1 << 20);
+        assert!(
+            matches!(got, Ok(Value::Float(x)) if x.is_nan()),
+            "{text:?}: {got:?}"
+        );
+    }
+}
