@@ -559,4 +559,20 @@ mod tests {
         ));
         assert_eq!(ex.take_item(), None);
     }
+
+    /// The name calls are counted and traced under, and errors quote.
+    #[test]
+    fn each_retrieval_is_named_for_its_command() {
+        let (one, two): (&[&[u8]], &[&[u8]]) = (&[b"a"], &[b"a", b"b"]);
+        for (keys, cas, touch, name) in [
+            (one, false, None, "get"),
+            (two, false, None, "get_multi"),
+            (one, true, None, "gets"),
+            (two, true, None, "gets"),
+            (one, false, Some(5), "gat"),
+            (two, true, Some(5), "gats"),
+        ] {
+            assert_eq!(Retrieve::new(keys, cas, touch).command(), name);
+        }
+    }
 }
