@@ -575,4 +575,62 @@ mod tests {
             assert_eq!(Retrieve::new(keys, cas, touch).command(), name);
         }
     }
+
+    /// A key asked twice is answered twice, each value in its own place.
+    #[test]
+    fn a_key_asked_twice_gets_both_its_values() {
+        let keys: Vec<&[u8]> = vec![b"a", b"a", b"b"];
+        let replies = b"VALUE a 0 1\r\nx\r\nVALUE a 0 1\r\nx\r\nVALUE b 0 1\r\ny\r\nEND\r\n";
+        let (line, hits, _) = capped(&keys, None, crate::settings::RequestCaps::DEFAULT, replies);
+        assert_eq!(line, "get a a b\r\n");
+        let got: Vec<Option<&[u8]>> = hits
+            .iter()
+            .map(|h| h.as_ref().map(|i| &i.value[..]))
+            .collect();
+        assert_eq!(got, [Some(&b"x"[..]), Some(b"x"), Some(b"y")]);
+    }
+
+    /// Over meta, a reply is taken only with a token this request wrote.
+    #[test]
+    fn meta_replies_with_a_token_not_asked_fail() {
+        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+        // one key (not quiet): a miss or a value must carry the key's token
+        for reply in ["EN\r\n", "EN O{o1}\r\n", "VA 1 f0 O{o1}\r\nx\r\n"] {
+            let one: Vec<&[u8]> = vec![b"a"];
+            let mut ex = Retrieve::new(&one, false, None);
+            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+            let o = opaques(&out)[0];
+            let reply = reply.replace("{o1}", &(o.wrapping_add(1)).to_string());
+            receive(&mut rb, reply.as_bytes());
+            let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+            assert!(matches!(r, Err(Error::Protocol { .. })), "{reply:?}: {r:?}");
+        }
+        // two keys (quiet): the token one past the last key is no key's
+        let two: Vec<&[u8]> = vec![b"a", b"b"];
+        let mut ex = Retrieve::new(&two, false, None);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let o = opaques(&out);
+        assert_eq!(o.len(), 2, "{:?}", String::from_utf8_lossy(&out));
+        receive(
+            &mut rb,
+            format!("VA 1 f0 O{}\r\nx\r\n", o[1] + 1).as_bytes(),
+        );
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+        // and the last key's token is taken
+        let mut ex = Retrieve::new(&two, false, None);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out);
+        receive(
+            &mut rb,
+            format!("VA 1 f0 O{}\r\ny\r\nMN\r\n", o[1]).as_bytes(),
+        );
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
+        let hits = ex.take_hits();
+        assert!(hits[0].is_none() && hits[1].as_ref().is_some_and(|i| i.value == b"y"));
+    }
 }

@@ -347,4 +347,32 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn each_reply_has_its_outcome_and_each_command_its_name() {
+        use crate::outcome::StoreOutcome as S;
+        for (reply, want) in [
+            (Reply::Stored, Some(S::Stored)),
+            (Reply::NotStored, Some(S::NotStored)),
+            (Reply::Exists, Some(S::Exists)),
+            (Reply::NotFound, Some(S::NotFound)),
+            (Reply::Deleted, None),
+        ] {
+            assert_eq!(store_outcome(&reply), want, "{reply:?}");
+        }
+        assert_eq!(
+            delete_outcome(&Reply::Deleted),
+            Some(DeleteOutcome::Deleted)
+        );
+        assert_eq!(
+            delete_outcome(&Reply::NotFound),
+            Some(DeleteOutcome::NotFound)
+        );
+        assert_eq!(delete_outcome(&Reply::Stored), None);
+        assert_eq!(Single::delete(b"k").command(), "delete");
+        assert_eq!(Single::touch(b"k", 1).command(), "touch");
+        assert_eq!(Single::version().command(), "version");
+        assert_eq!(Single::arith(true, b"k", 1).command(), "incr");
+        assert_eq!(Single::arith(false, b"k", 1).command(), "decr");
+    }
 }
