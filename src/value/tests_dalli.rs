@@ -460,6 +460,20 @@ fn hostile_marshal_is_refused_without_allocating() {
     assert!(bad(marshal::decode(&nested(200), MAX)).contains("nested deeper than 128"));
     assert!(matches!(marshal::decode(&nested(100), MAX), Ok(Some(_))));
     assert!(bad(marshal::decode(&nested(100_000), 1 << 24)).contains("nested deeper"));
+    // The limit itself: 128 Arrays around a symbol (read at depth 128) are fine, 129 are not.
+    let around_symbol = |n: usize| {
+        let mut m = nested(n);
+        m.pop();
+        m.extend(b":\x06a");
+        m
+    };
+    assert!(matches!(
+        marshal::decode(&around_symbol(128), MAX),
+        Ok(Some(_))
+    ));
+    assert!(bad(marshal::decode(&around_symbol(129), MAX)).contains("nested deeper than 128"));
+    assert!(matches!(marshal::decode(&nested(128), MAX), Ok(Some(_))));
+    assert!(bad(marshal::decode(&nested(129), MAX)).contains("nested deeper than 128"));
     // The same depth through objects, ivars and symbols with ivars.
     let mut deep = vec![4, 8];
     deep.extend(std::iter::repeat_n(*b"o:\x06A\x06;\x00", 200).flatten());
