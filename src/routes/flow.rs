@@ -788,7 +788,42 @@ mod tests {
         );
         // a read-modify command never starts from nothing on the gutter
         let incr = now(&pools[0], route.arith(true, b"n", 1));
-        assert!(matches!(incr, Err(Error::Route { .. })), "{incr:?}");
+        assert!(
+            matches!(
+                incr,
+                Err(Error::Route {
+                    route: "gutter",
+                    command: "incr",
+                    ..
+                })
+            ),
+            "{incr:?}"
+        );
+    }
+
+    /// A server that answers with an error is up: the gutter takes only failures.
+    #[test]
+    fn a_main_server_s_refusal_is_returned_and_not_sent_to_the_gutter() {
+        let pools = pools();
+        let state = State::new(gutter_kind(false, Duration::from_secs(10)).unwrap());
+        let route = Route::new(&pools, &state);
+        {
+            let mut script = pools[0].script.lock().unwrap_or_else(|p| p.into_inner());
+            script.push_back(Box::new(|_| b"VERSION fake\r\n".to_vec()));
+            script.push_back(Box::new(|_| {
+                b"SERVER_ERROR out of memory storing object\r\n".to_vec()
+            }));
+        }
+        let cmd = StoreCommand::Set;
+        let r = now(
+            &pools[0],
+            route.store(cmd, (b"k", b"v"), (0, Expiry::NEVER)),
+        );
+        assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
+        assert_eq!(pools[1].held("127.0.0.1:2", "k"), None);
+        assert!(pools[1].sent().is_empty(), "{:?}", pools[1].sent());
+        assert_eq!(state.counters.snapshot().gutter_requests, 0);
+        assert!(pools[0].core().down_servers().is_empty());
     }
 
     #[test]
