@@ -857,3 +857,18 @@ pub(crate) fn shortest(f: f64) -> (bool, String, i32) {
     let exp: i32 = exp.parse().unwrap_or(0);
     (f.is_sign_negative(), digits, exp + 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The copy limit counts what a copy holds: each key's bytes and each value's.
+    #[test]
+    fn a_copy_weighs_its_keys_and_values() {
+        let v = Value::Json(serde_json::json!({"abc": "de", "f": [null, 1]}));
+        // the object 1, "abc" 3, "de" 2 + 1, "f" 1, the Array 1 + its two scalars 1 each
+        assert_eq!(weight(&v), 1 + 3 + 3 + 1 + 3);
+        assert_eq!(weight(&Value::String("abcd".into())), 5);
+        assert_eq!(weight(&Value::Bytes(vec![0; 9])), 10);
+    }
+}
