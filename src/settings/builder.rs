@@ -516,4 +516,52 @@ mod tests {
         assert!(b(1, 32).is_ok());
         assert!(b(100, usize::MAX).is_ok());
     }
+
+    #[test]
+    fn the_retry_timeout_may_be_zero_or_the_longest_timeout() {
+        let b = |retry| {
+            Builder::<crate::Client>::default()
+                .failure_policy(FailurePolicy::new(2, retry, true))
+                .checked()
+                .map(|_| ())
+        };
+        assert!(b(Duration::ZERO).is_ok());
+        assert!(b(MAX_TIMEOUT).is_ok());
+        let e = b(MAX_TIMEOUT + Duration::from_nanos(1)).expect_err("too long");
+        assert!(e.to_string().contains("retry_timeout"), "{e}");
+    }
+
+    /// A point hash set apart from the key hash builds the ring's points with it
+    /// (`libmemcached-unweighted`, the flavor that has one).
+    #[test]
+    fn the_point_hash_reaches_the_ring() {
+        let servers = || (1..=3).map(|i| Server::new("127.0.0.1", 1100 + i));
+        let ring = |b: Builder<crate::Client>| b.checked().expect("settings").ring().expect("ring");
+        let with = ring(
+            Builder::default()
+                .servers(servers())
+                .flavor(Flavor::LibmemcachedUnweighted)
+                .point_hash(KeyHash::Crc32),
+        );
+        let direct = Ring::with_point_hash(
+            servers().collect(),
+            Flavor::LibmemcachedUnweighted,
+            None,
+            Some(KeyHash::Crc32),
+            None,
+        )
+        .expect("ring");
+        let plain = ring(
+            Builder::default()
+                .servers(servers())
+                .flavor(Flavor::LibmemcachedUnweighted),
+        );
+        let routes = |r: &Ring| -> Vec<Option<usize>> {
+            (0..200)
+                .map(|i| r.route(format!("k{i}").as_bytes()))
+                .collect()
+        };
+        assert_eq!(routes(&with), routes(&direct));
+        assert_ne!(routes(&with), routes(&plain));
+    }
 }

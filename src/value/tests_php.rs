@@ -622,6 +622,8 @@ fn php_serialize_reads_the_subset_and_keeps_the_rest_foreign() {
         b"a:2:{i:0;O:1:\"A\":0:{}i:1;r:2;}", // an object, then a reference to it
         b"a:2:{i:0;i:1;i:1;R:2;}",           // a PHP reference (&)
         b"O:1:\"A\":1:{s:4:\"self\";r:1;}",  // an object holding itself
+        b"O:8:\"App\\User\":0:{}",           // a namespaced class (PHP unserializes it)
+        b"O:5:\"Caf\xc3\xa9\":0:{}",         // a class name with bytes above 0x7f (PHP too)
         b"C:11:\"ArrayObject\":5:{x:i:0}",
         b"E:7:\"Suit:Hs\";",
         b"S:1:\"\\61\";",
