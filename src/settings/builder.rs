@@ -564,4 +564,12 @@ mod tests {
         assert_eq!(routes(&with), routes(&direct));
         assert_ne!(routes(&with), routes(&plain));
     }
+
+    #[test]
+    fn hot_key_detection_is_kept_in_the_settings() {
+        let b = Builder::<crate::Client>::default();
+        assert!(b.settings.hot.is_none());
+        let b = b.hot_keys(crate::HotKeys::top(10).sample(4));
+        assert!(b.checked().expect("settings").hot.is_some());
+    }
 }

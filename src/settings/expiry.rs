@@ -142,4 +142,19 @@ mod tests {
         assert_eq!(Expiry::at(t).exptime(now), 1_900_000_000);
         assert_eq!(Expiry::default(), Expiry::NEVER);
     }
+
+    /// memcached's `REALTIME_MAXDELTA` (memcached.h): 60*60*24*30 seconds.
+    #[test]
+    fn thirty_days_are_the_last_relative_time() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(RELATIVE_LIMIT, 2_592_000);
+        let from = |s| Expiry::from(Duration::from_secs(s)).exptime(now);
+        assert_eq!(from(2_592_000), 2_592_000);
+        assert_eq!(from(2_592_001), 1_802_592_001);
+        assert_eq!(from(7), 7);
+        assert_eq!(
+            Expiry::from(Duration::from_secs(7)),
+            Expiry::after(Duration::from_secs(7))
+        );
+    }
 }
