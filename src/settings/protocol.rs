@@ -74,3 +74,21 @@ impl std::str::FromStr for Protocol {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_protocol_prints_its_name_and_parses_back() {
+        for (p, name) in [(Protocol::Text, "text"), (Protocol::Meta, "meta")] {
+            assert_eq!((p.name(), p.to_string()), (name, name.to_string()));
+            assert_eq!(name.parse::<Protocol>(), Ok(p));
+        }
+        let e = "binary".parse::<Protocol>().expect_err("unknown");
+        assert_eq!(
+            e.to_string(),
+            "unknown protocol \"binary\": use text or meta"
+        );
+    }
+}
