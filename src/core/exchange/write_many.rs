@@ -287,6 +287,7 @@ mod tests {
             })
             .collect();
         let mut ex = WriteMany::new("delete_multi", reqs, delete_outcome);
+        assert_eq!(ex.command(), "delete_multi");
         let ctx = Ctx {
             server: "s:1",
             max_value: 1,
