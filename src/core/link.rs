@@ -586,6 +586,11 @@ mod tests {
             })
         ));
         assert!(!link.failed_stale());
+        let e = r.expect_err("end of stream");
+        assert!(
+            !e.to_string().contains("TLS"),
+            "a link that heard its server: {e}"
+        );
         // a new link has not sat in a pool
         let mut link = Link::new("s:1", &ConnOptions::default());
         link.checked_out();
@@ -774,5 +779,18 @@ mod tests {
         assert!(!may_log_in(b"get set\r\n"));
         // a value that holds such a line costs one `version`, never a login
         assert!(may_log_in(b"add k 0 0 4\r\na\nset\r\n"));
+    }
+
+    #[test]
+    fn a_deadline_too_far_to_count_is_decades_away() {
+        let now = Instant::now();
+        let far = deadline_after(Duration::MAX);
+        assert!(
+            far >= now + Duration::from_secs(86_400 * 365 * 29),
+            "{:?}",
+            far - now
+        );
+        let soon = deadline_after(Duration::from_millis(5));
+        assert!(soon >= now + Duration::from_millis(5) && soon < now + Duration::from_secs(60));
     }
 }

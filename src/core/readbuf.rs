@@ -117,6 +117,12 @@ mod tests {
         rb.filled(1);
         assert_eq!(rb.spare().len(), free - 1 + 50, "moved to the front");
         assert_eq!((rb.start, rb.buf.len()), (0, READ_CHUNK), "and not grown");
+        // moved, and exactly a quarter free after the move: still not grown
+        let mut rb = ReadBuf::default();
+        rb.filled(READ_CHUNK - (READ_CHUNK / 4 - 1));
+        rb.consume(1);
+        assert_eq!(rb.spare().len(), READ_CHUNK / 4);
+        assert_eq!((rb.start, rb.buf.len()), (0, READ_CHUNK));
     }
 
     /// A buffer up to the idle limit is kept for the next request; a larger one is released.

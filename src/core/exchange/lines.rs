@@ -254,18 +254,24 @@ mod tests {
         ..CTX
     };
 
-    /// Step `ex` once to write, then feed `reply` as it arrives in reads of at most 4 KiB:
-    /// what was written, and the step after the last byte (or the first that is not a read).
+    /// Step `ex` to write, then feed `reply` as it arrives in reads of at most 4 KiB, writing
+    /// whenever it asks: all it wrote, and the step after the last byte (or the first that is
+    /// neither a read nor a write).
     fn run<E: Exchange>(ex: &mut E, reply: &[u8], ctx: &Ctx) -> (Vec<u8>, Result<Step<E::Output>>) {
         let (mut rb, mut out) = (ReadBuf::default(), Vec::new());
         assert!(matches!(ex.step(&mut rb, &mut out, ctx), Ok(Step::Write)));
-        let mut step = ex.step(&mut rb, &mut Vec::new(), ctx);
-        for chunk in reply.chunks(4096) {
-            if !matches!(step, Ok(Step::Read)) {
-                break;
+        let mut chunks = reply.chunks(4096);
+        let mut step = ex.step(&mut rb, &mut out, ctx);
+        loop {
+            match step {
+                Ok(Step::Write) => {}
+                Ok(Step::Read) => match chunks.next() {
+                    Some(chunk) => receive(&mut rb, chunk),
+                    None => break,
+                },
+                _ => break,
             }
-            receive(&mut rb, chunk);
-            step = ex.step(&mut rb, &mut Vec::new(), ctx);
+            step = ex.step(&mut rb, &mut out, ctx);
         }
         (out, step)
     }
@@ -417,5 +423,23 @@ mod tests {
         let (_, step) = run(&mut sets(&["a", "b"]), &reply, &TEXT);
         let e = format!("{:?}", step.expect_err("a line more than the requests"));
         assert!(e.contains("at most 3 lines"), "{e}");
+    }
+
+    /// Each batch of noreply sets has its own budget: the second batch's lines are bounded by
+    /// the second batch's requests.
+    #[test]
+    fn each_noreply_batch_is_bounded_by_its_own_requests() {
+        let keys: Vec<&'static str> = (0..WRITE_BATCH + 50)
+            .map(|i| &*Box::leak(format!("k{i}").into_boxed_str()))
+            .collect();
+        let mut reply = b"VERSION 1\r\n".to_vec();
+        for _ in 0..=50 {
+            reply.extend(b"SERVER_ERROR out of memory\r\n");
+        }
+        reply.extend(b"VERSION 1\r\n");
+        let (req, step) = run(&mut sets(&keys), &reply, &TEXT);
+        assert_eq!(req.windows(8).filter(|w| w == b"version\r").count(), 2);
+        let e = format!("{:?}", step.expect_err("51 error lines for 50 sets"));
+        assert!(e.contains("at most 51 lines"), "{e}");
     }
 }
