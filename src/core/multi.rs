@@ -178,3 +178,70 @@ impl<P: ServerPool> Core<P> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::exchange::{Ctx, Exchange, Step};
+    use crate::core::failure::probe::tests::core;
+    use crate::core::readbuf::ReadBuf;
+    use crate::settings::RequestCaps;
+    use std::time::Duration;
+
+    /// A retrieval that failed partway: the keys whose line was answered keep their values or
+    /// misses, the others get the error.
+    #[test]
+    fn keys_answered_before_a_failure_keep_their_answers() {
+        let core = core(100);
+        let full = core.ring();
+        let keys: Vec<String> = (0..1000)
+            .map(|i| format!("k{i}"))
+            .filter(|k| full.route(k.as_bytes()) == Some(0))
+            .take(4)
+            .collect();
+        assert_eq!(keys.len(), 4, "four keys of server 0");
+        let (batch, mut out) = core.read_batch(&keys);
+        assert_eq!(batch.groups.len(), 1);
+        let wire = batch.groups[0].keys();
+        let mut ex = Retrieve::new(&wire, false, None);
+        let ctx = Ctx {
+            server: "s:1",
+            max_value: 1024,
+            protocol: crate::Protocol::Text,
+            caps: RequestCaps {
+                keys: 2,
+                bytes: usize::MAX,
+            },
+        };
+        let mut rb = ReadBuf::default();
+        assert!(matches!(
+            ex.step(&mut rb, &mut Vec::new(), &ctx),
+            Ok(Step::Write)
+        ));
+        // the first line's reply (a hit and a miss), then nothing more
+        let reply = format!("VALUE {} 0 1\r\nx\r\nEND\r\n", keys[0]);
+        rb.spare()[..reply.len()].copy_from_slice(reply.as_bytes());
+        rb.filled(reply.len());
+        assert!(matches!(
+            ex.step(&mut rb, &mut Vec::new(), &ctx),
+            Ok(Step::Read)
+        ));
+        assert_eq!(ex.answered(), 2);
+        let err = Error::Timeout {
+            server: "s:1".into(),
+            op: "read",
+            after: Duration::from_secs(1),
+        };
+        batch.place_hits(&core, &mut out, 0, &mut ex, Some(&err));
+        let got: Vec<Result<Option<Item>>> = out.into_iter().map(|o| o.expect("filled")).collect();
+        assert!(
+            matches!(&got[0], Ok(Some(i)) if i.value == b"x"),
+            "{:?}",
+            got[0]
+        );
+        assert!(matches!(got[1], Ok(None)), "{:?}", got[1]);
+        for r in &got[2..] {
+            assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
+        }
+    }
+}
