@@ -9,6 +9,7 @@
 #   MUTANTS_IN_PLACE=1 scripts/mutants.sh ...   # mutate this tree (don't edit it meanwhile)
 #   MUTANTS_SHARD=1/4 scripts/mutants.sh ...    # every 4th mutant only (round-robin)
 #   MUTANTS_ITERATE=1 scripts/mutants.sh ...    # again, skipping what the last run caught
+#   MUTANTS_RE='regex' scripts/mutants.sh ...   # only the mutants whose names match
 #
 # Only the named test targets are built for each mutant (`-C --lib -C --test=NAME`: cargo-mutants
 # passes `--cargo-arg` to the build and the run alike), and nextest runs them, stopping at the
@@ -57,6 +58,7 @@ common=(--package memshard --all-features --test-tool nextest)
 [ "${MUTANTS_IN_PLACE:-0}" = 1 ] && common+=(--in-place --baseline skip --timeout "${MUTANTS_TIMEOUT:-120}")
 [ -n "${MUTANTS_SHARD:-}" ] && common+=(--shard "$MUTANTS_SHARD" --sharding round-robin)
 [ "${MUTANTS_ITERATE:-0}" = 1 ] && common+=(--iterate)
+[ -n "${MUTANTS_RE:-}" ] && common+=(--re "$MUTANTS_RE")
 [ $# -gt 0 ] || usage
 
 # run NAME ARGS...: one cargo-mutants run into mutants.out/NAME, then its summary line.
