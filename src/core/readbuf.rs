@@ -129,6 +129,8 @@ mod tests {
     #[test]
     fn reset_keeps_a_buffer_up_to_the_idle_limit() {
         for (size, kept) in [
+            (READ_CHUNK * 4, READ_CHUNK * 4),
+            (200 * 1024, 200 * 1024),
             (MAX_IDLE_BUFFER, MAX_IDLE_BUFFER),
             (MAX_IDLE_BUFFER + 1, READ_CHUNK),
         ] {

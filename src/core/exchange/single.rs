@@ -327,6 +327,26 @@ mod tests {
     }
 
     #[test]
+    fn a_meta_delete_reads_its_header_as_deleted() {
+        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+        for (status, want) in [
+            ("HD", DeleteOutcome::Deleted),
+            ("NF", DeleteOutcome::NotFound),
+        ] {
+            let mut ex = Single::delete(b"k");
+            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+            let o = opaques(&out)[0];
+            receive(&mut rb, format!("{status} O{o}\r\n").as_bytes());
+            let r = ex.step(&mut rb, &mut out, &CTX);
+            assert!(
+                matches!(r, Ok(Step::Done(ref d)) if *d == want),
+                "{status}: {r:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_meta_touch_reads_a_miss_as_not_found() {
         use crate::core::exchange::meta::testing::{CTX, opaques, receive};
         use crate::outcome::TouchOutcome;
