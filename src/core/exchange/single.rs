@@ -262,6 +262,20 @@ mod tests {
         assert_eq!(req, b"add k 3 0 1\r\nv\r\n");
         assert!(matches!(r, Ok(Step::Done(StoreOutcome::NotStored))));
         assert_eq!(ex.resend(), Resend::Never);
+        // only set and replace leave the same item when sent twice
+        for (cmd, resend) in [
+            (StoreCommand::Set, Resend::Safe),
+            (StoreCommand::Replace, Resend::Safe),
+            (StoreCommand::Append, Resend::Never),
+            (StoreCommand::Prepend, Resend::Never),
+            (StoreCommand::Cas(7), Resend::Never),
+        ] {
+            assert_eq!(
+                Single::store(cmd, b"k", b"v", 0, 0).resend(),
+                resend,
+                "{cmd:?}"
+            );
+        }
         ex.restart();
         let (_, r) = run(&mut ex, b"SERVER_ERROR out of memory\r\n");
         assert!(matches!(r, Ok(Step::Refused(Error::Server { .. }))));
