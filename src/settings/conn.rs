@@ -97,3 +97,33 @@ impl Default for RequestCaps {
         Self::DEFAULT
     }
 }
+
+#[cfg(all(test, feature = "tls"))]
+mod tests {
+    use super::*;
+    use crate::Server;
+
+    /// The name a server's certificate must hold: the list's `tls_name=`, else the host of a
+    /// node reached at another address, else none (the address itself is verified).
+    #[test]
+    fn each_server_gets_the_name_its_certificate_must_hold() {
+        let opts = ConnOptions::default();
+        let named = Server::new("127.0.0.1", 1).with_tls_name("cache.test");
+        assert_eq!(
+            opts.for_server(&named).tls_name.as_deref(),
+            Some("cache.test")
+        );
+        let moved = Server::new("node-1.cache.test", 1).with_connect_to("127.0.0.2");
+        assert_eq!(
+            opts.for_server(&moved).tls_name.as_deref(),
+            Some("node-1.cache.test")
+        );
+        let both = moved.with_tls_name("other.test");
+        assert_eq!(
+            opts.for_server(&both).tls_name.as_deref(),
+            Some("other.test")
+        );
+        let plain = Server::new("127.0.0.1", 1);
+        assert_eq!(opts.for_server(&plain).tls_name, None);
+    }
+}
