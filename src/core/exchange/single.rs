@@ -340,45 +340,36 @@ mod tests {
         assert_eq!(out, b"version\r\n");
     }
 
-    #[test]
-    fn a_meta_delete_reads_its_header_as_deleted() {
+    /// `ex` over meta, answered `status` with its own token: the request, and the outcome.
+    fn meta_answered<T: std::fmt::Debug>(mut ex: Single<'_, T>, status: &str) -> (String, T) {
         use crate::core::exchange::meta::testing::{CTX, opaques, receive};
-        for (status, want) in [
-            ("HD", DeleteOutcome::Deleted),
-            ("NF", DeleteOutcome::NotFound),
-        ] {
-            let mut ex = Single::delete(b"k");
-            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
-            let o = opaques(&out)[0];
-            receive(&mut rb, format!("{status} O{o}\r\n").as_bytes());
-            let r = ex.step(&mut rb, &mut out, &CTX);
-            assert!(
-                matches!(r, Ok(Step::Done(ref d)) if *d == want),
-                "{status}: {r:?}"
-            );
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        let o = opaques(&out)[0];
+        receive(&mut rb, format!("{status} O{o}\r\n").as_bytes());
+        let request = String::from_utf8_lossy(&out).replace(&format!(" O{o}"), "");
+        match ex.step(&mut rb, &mut Vec::new(), &CTX) {
+            Ok(Step::Done(v)) => (request, v),
+            r => panic!("{status}: {r:?}"),
         }
     }
 
     #[test]
-    fn a_meta_touch_reads_a_miss_as_not_found() {
-        use crate::core::exchange::meta::testing::{CTX, opaques, receive};
+    fn meta_deletes_and_touches_read_each_status() {
         use crate::outcome::TouchOutcome;
+        for (status, want) in [
+            ("HD", DeleteOutcome::Deleted),
+            ("NF", DeleteOutcome::NotFound),
+        ] {
+            let (req, got) = meta_answered(Single::delete(b"k"), status);
+            assert_eq!((req.as_str(), got), ("md k\r\n", want), "{status}");
+        }
         for (status, want) in [
             ("HD", TouchOutcome::Touched),
             ("EN", TouchOutcome::NotFound),
         ] {
-            let mut ex = Single::touch(b"k", 10);
-            let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
-            let o = opaques(&out)[0];
-            assert_eq!(out, format!("mg k T10 O{o}\r\n").as_bytes());
-            receive(&mut rb, format!("{status} O{o}\r\n").as_bytes());
-            let r = ex.step(&mut rb, &mut out, &CTX);
-            assert!(
-                matches!(r, Ok(Step::Done(ref t)) if *t == want),
-                "{status}: {r:?}"
-            );
+            let (req, got) = meta_answered(Single::touch(b"k", 10), status);
+            assert_eq!((req.as_str(), got), ("mg k T10\r\n", want), "{status}");
         }
     }
 
