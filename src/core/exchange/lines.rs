@@ -355,12 +355,12 @@ mod tests {
         assert!(e.contains(&format!("{STATS_MAX_BYTES} bytes")), "{e}");
     }
 
-    fn sets(keys: &[&'static str]) -> NoreplySets<'static> {
+    fn sets<'a, K: AsRef<str>>(keys: &'a [K]) -> NoreplySets<'a> {
         NoreplySets::new(
             keys.iter()
                 .map(|k| Request::Store {
                     cmd: StoreCommand::Set,
-                    key: k.as_bytes(),
+                    key: k.as_ref().as_bytes(),
                     flags: 0,
                     exptime: 0,
                     value: b"v",
@@ -429,9 +429,7 @@ mod tests {
     /// the second batch's requests.
     #[test]
     fn each_noreply_batch_is_bounded_by_its_own_requests() {
-        let keys: Vec<&'static str> = (0..WRITE_BATCH + 50)
-            .map(|i| &*Box::leak(format!("k{i}").into_boxed_str()))
-            .collect();
+        let keys: Vec<String> = (0..WRITE_BATCH + 50).map(|i| format!("k{i}")).collect();
         let mut reply = b"VERSION 1\r\n".to_vec();
         for _ in 0..=50 {
             reply.extend(b"SERVER_ERROR out of memory\r\n");
