@@ -521,6 +521,11 @@ mod tests {
         }
     }
 
+    /// `delete k` on `link`, answered as `server` does.
+    fn delete(link: &mut Link, server: Server<'_>) -> (Vec<u8>, Result<DeleteOutcome>) {
+        drive(link, &mut Single::delete(b"k"), server)
+    }
+
     /// A link that completed one exchange and went back to its pool, then was checked out.
     fn reused() -> Link {
         let mut link = Link::new("s:1", &ConnOptions::default());
@@ -544,13 +549,13 @@ mod tests {
             io::ErrorKind::UnexpectedEof,
         ] {
             let mut link = reused();
-            let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Fails(kind));
+            let (_, r) = delete(&mut link, Server::Fails(kind));
             assert!(r.is_err());
             assert!(link.failed_stale(), "{kind:?}");
             assert!(link.is_broken() && link.sent_any());
         }
         let mut link = reused();
-        let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Sends(b""));
+        let (_, r) = delete(&mut link, Server::Sends(b""));
         assert!(matches!(
             r,
             Err(Error::Io {
@@ -565,11 +570,7 @@ mod tests {
     fn other_failures_are_not_stale() {
         // a timeout or a refused connection says something of the server
         let mut link = reused();
-        let _ = drive(
-            &mut link,
-            &mut Single::delete(b"k"),
-            Server::Fails(io::ErrorKind::TimedOut),
-        );
+        let _ = delete(&mut link, Server::Fails(io::ErrorKind::TimedOut));
         assert!(!link.failed_stale());
         let mut link = reused();
         let e = link.timed_out("read");
@@ -577,7 +578,7 @@ mod tests {
         assert!(!link.failed_stale() && link.is_broken());
         // a byte of the reply came: the connection was alive
         let mut link = reused();
-        let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Sends(b"DELE"));
+        let (_, r) = delete(&mut link, Server::Sends(b"DELE"));
         assert!(matches!(
             r,
             Err(Error::Io {
@@ -594,7 +595,7 @@ mod tests {
         // a new link has not sat in a pool
         let mut link = Link::new("s:1", &ConnOptions::default());
         link.checked_out();
-        let (_, r) = drive(&mut link, &mut Single::delete(b"k"), Server::Sends(b""));
+        let (_, r) = delete(&mut link, Server::Sends(b""));
         let e = r.expect_err("end of stream");
         assert!(!link.failed_stale());
         assert!(
@@ -604,11 +605,7 @@ mod tests {
         );
         // the next exchange starts clean
         let mut link = reused();
-        let _ = drive(
-            &mut link,
-            &mut Single::delete(b"k"),
-            Server::Fails(io::ErrorKind::BrokenPipe),
-        );
+        let _ = delete(&mut link, Server::Fails(io::ErrorKind::BrokenPipe));
         assert!(link.failed_stale());
         link.checked_out();
         assert!(!link.failed_stale());
@@ -617,11 +614,7 @@ mod tests {
     #[test]
     fn a_link_reports_whether_its_request_left() {
         let mut link = reused();
-        let (req, r) = drive(
-            &mut link,
-            &mut Single::delete(b"k"),
-            Server::Sends(b"NOT_FOUND\r\n"),
-        );
+        let (req, r) = delete(&mut link, Server::Sends(b"NOT_FOUND\r\n"));
         assert_eq!(req, b"delete k\r\n");
         assert!(matches!(r, Ok(DeleteOutcome::NotFound)), "{r:?}");
         assert!(link.sent_any() && !link.is_broken() && !link.is_in_flight());
@@ -637,11 +630,7 @@ mod tests {
     #[test]
     fn bytes_after_the_last_reply_fail_the_exchange_and_break_the_link() {
         let mut link = reused();
-        let (_, r) = drive(
-            &mut link,
-            &mut Single::delete(b"k"),
-            Server::Sends(b"DELETED\r\nEND\r\n"),
-        );
+        let (_, r) = delete(&mut link, Server::Sends(b"DELETED\r\nEND\r\n"));
         let e = r.expect_err("unasked bytes");
         assert!(
             e.to_string().contains("unasked with or after the reply"),
