@@ -565,6 +565,92 @@ mod tests {
         assert_ne!(routes(&with), routes(&plain));
     }
 
+    /// Each setter records its own value and keeps everything set before it: a builder is
+    /// a chain, and a setter that started over would drop the server list silently.
+    #[test]
+    fn every_setter_keeps_the_settings_made_before_it() {
+        type B = Builder<crate::Client>;
+        let base = || {
+            B::default()
+                .server_list("127.0.0.1:1\n127.0.0.1:2")
+                .expect("list")
+        };
+        let kept = |b: B| {
+            let debug = format!("{:?}", b.clone());
+            assert!(debug.contains("servers: 2"), "{debug}");
+            assert_eq!(b.settings.servers.len(), 2);
+            b.settings
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(
+            kept(base().checkout_timeout(ms(7))).pool.checkout_timeout,
+            ms(7)
+        );
+        assert_eq!(
+            kept(base().connect_timeout(ms(8))).conn.connect_timeout,
+            ms(8)
+        );
+        assert_eq!(kept(base().read_timeout(ms(9))).conn.read_timeout, ms(9));
+        assert_eq!(
+            kept(base().write_timeout(ms(10))).conn.write_timeout,
+            ms(10)
+        );
+        assert_eq!(kept(base().max_value_size(4096)).conn.max_value_size, 4096);
+        assert_eq!(kept(base().pool_size(3)).pool.size, 3);
+        assert_eq!(kept(base().min_idle(3)).pool.min_idle, 3);
+        assert!(kept(base().ping_on_checkout(true)).pool.ping);
+        assert_eq!(kept(base().rejoin_limit(5)).rejoin_limit, 5);
+        assert_eq!(kept(base().prefix("app:")).prefix, b"app:");
+        assert!(kept(base().hash_with_prefix(true)).hash_with_prefix);
+        assert_eq!(kept(base().hash(KeyHash::Crc32)).hash, Some(KeyHash::Crc32));
+        let caps = kept(base().request_caps(7, 64)).conn.caps;
+        assert_eq!((caps.keys, caps.bytes), (7, 64));
+        assert!(
+            kept(base().resolver(crate::settings::SystemResolver))
+                .conn
+                .resolver
+                .is_some()
+        );
+        let discovery = crate::settings::Discovery::new("127.0.0.1:11211").expect("endpoint");
+        assert!(kept(base().discover(discovery)).discovery.is_some());
+        let login = crate::Credentials::new("user", "secret").expect("credentials");
+        assert!(kept(base().credentials(login)).conn.credentials.is_some());
+        // a clone is the same builder, not a fresh one
+        let cloned = base().pool_size(5).clone();
+        assert_eq!(kept(cloned).pool.size, 5);
+    }
+
+    /// `pool_size` may be [`MAX_POOL_SIZE`] and `min_idle` may equal it; one more is refused.
+    #[test]
+    fn pool_bounds_include_their_limits() {
+        let b = |size, min_idle| {
+            Builder::<crate::Client>::default()
+                .pool_size(size)
+                .min_idle(min_idle)
+                .checked()
+                .map(|_| ())
+        };
+        assert!(b(MAX_POOL_SIZE, MAX_POOL_SIZE).is_ok());
+        assert!(b(MAX_POOL_SIZE + 1, 0).is_err());
+        assert!(b(4, 4).is_ok());
+        assert!(b(4, 5).is_err());
+        assert!(b(0, 0).is_err());
+    }
+
+    /// Without `MEMCACHIER_SERVERS` the environment gives no servers, and says which variable
+    /// is missing; with it, its servers.
+    #[test]
+    fn memcachier_from_env_reads_the_process_environment() {
+        let b = Builder::<crate::Client>::default().memcachier_from_env();
+        match std::env::var("MEMCACHIER_SERVERS") {
+            Err(_) => {
+                let e = b.map(|_| ()).expect_err("no servers");
+                assert!(e.to_string().contains("$MEMCACHIER_SERVERS"), "{e}");
+            }
+            Ok(_) => assert!(!b.expect("servers").settings.servers.is_empty()),
+        }
+    }
+
     #[test]
     fn hot_key_detection_is_kept_in_the_settings() {
         let b = Builder::<crate::Client>::default();
