@@ -615,6 +615,22 @@ mod tests {
         assert!(kept(base().discover(discovery)).discovery.is_some());
         let login = crate::Credentials::new("user", "secret").expect("credentials");
         assert!(kept(base().credentials(login)).conn.credentials.is_some());
+        #[cfg(feature = "tls")]
+        {
+            let tls = kept(base().tls(crate::TlsConfig::new()));
+            assert!(tls.conn.tls.is_some() || tls.tls_error.is_some());
+        }
+        #[cfg(feature = "codecs")]
+        {
+            use crate::value::Codec;
+            let codec = kept(base().codec(Codec::PhpMemcached)).transcoder.codec();
+            assert_eq!(codec, Codec::PhpMemcached);
+        }
+        #[cfg(feature = "near-cache")]
+        {
+            let near = NearCacheConfig::hot_only(ms(100), 10);
+            assert!(kept(base().near_cache(near)).near.is_some());
+        }
         // a clone is the same builder, not a fresh one
         let cloned = base().pool_size(5).clone();
         assert_eq!(kept(cloned).pool.size, 5);
