@@ -91,3 +91,25 @@ impl Discovery {
         SettingError::check_timeout("discovery interval", self.interval)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_poll_interval_is_kept_and_checked() {
+        let d = Discovery::new("127.0.0.1:11211").expect("endpoint");
+        assert_eq!(d.poll_interval(), DEFAULT_DISCOVERY_INTERVAL);
+        let every = d.clone().interval(Duration::from_millis(1500));
+        assert_eq!(every.poll_interval(), Duration::from_millis(1500));
+        assert!(every.validate().is_ok());
+        for bad in [
+            Duration::ZERO,
+            Duration::from_micros(10),
+            Duration::from_secs(86_401),
+        ] {
+            let e = d.clone().interval(bad).validate().expect_err("refused");
+            assert!(e.to_string().contains("discovery interval"), "{e}");
+        }
+    }
+}

@@ -157,4 +157,22 @@ mod tests {
             Expiry::after(Duration::from_secs(7))
         );
     }
+
+    /// A bare integer is seconds from now (0: never); a `SystemTime` is an end time; a
+    /// relative expiry sent now is its seconds, whatever the clock says.
+    #[test]
+    fn integers_and_times_convert() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(Expiry::from(0u32), Expiry::NEVER);
+        assert_eq!(
+            Expiry::from(300u32),
+            Expiry::after(Duration::from_secs(300))
+        );
+        assert_eq!(Expiry::from(300u32).exptime(now), 300);
+        let t = UNIX_EPOCH + Duration::from_secs(1_900_000_000);
+        assert_eq!(Expiry::from(t), Expiry::at(t));
+        assert_eq!(Expiry::from(t).exptime(now), 1_900_000_000);
+        assert_eq!(Expiry::after(Duration::from_secs(300)).exptime_now(), 300);
+        assert_eq!(Expiry::NEVER.exptime_now(), 0);
+    }
 }

@@ -70,3 +70,30 @@ impl FailurePolicy {
         FailurePolicy { auto_eject, ..self }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each `with_` changes its own field and keeps the other two.
+    #[test]
+    fn each_with_changes_one_field() {
+        let p = FailurePolicy::new(5, Duration::from_secs(7), true);
+        assert_eq!(
+            p.with_failure_limit(9),
+            FailurePolicy::new(9, Duration::from_secs(7), true)
+        );
+        assert_eq!(
+            p.with_retry_timeout(Duration::from_secs(3)),
+            FailurePolicy::new(5, Duration::from_secs(3), true)
+        );
+        assert_eq!(
+            p.with_auto_eject(false),
+            FailurePolicy::new(5, Duration::from_secs(7), false)
+        );
+        assert_eq!(
+            FailurePolicy::default().with_auto_eject(true),
+            FailurePolicy::new(2, Duration::from_secs(2), true)
+        );
+    }
+}

@@ -43,3 +43,22 @@ impl Resolve for SystemResolver {
         Ok((host, port).to_socket_addrs()?.collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A literal address resolves to itself without asking DNS.
+    #[test]
+    fn the_system_resolver_reads_literal_addresses() {
+        let v4 = SystemResolver
+            .resolve("127.0.0.1", 11211)
+            .expect("resolves");
+        assert_eq!(v4, [SocketAddr::from(([127, 0, 0, 1], 11211))]);
+        let v6 = SystemResolver.resolve("::1", 11212).expect("resolves");
+        assert_eq!(
+            v6,
+            [SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 11212))]
+        );
+    }
+}
