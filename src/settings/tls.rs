@@ -462,6 +462,47 @@ mod tests {
         assert!(format!("{:?}", on.session_resumption(true)).contains("session_resumption: true"));
     }
 
+    /// The `_file` settings read the PEM from disk; a file that cannot be read is named,
+    /// with the setting it was for.
+    #[test]
+    fn pem_files_are_read_and_a_missing_one_is_named() {
+        let (cert, key) = issued();
+        let dir = std::env::temp_dir().join(format!("memshard-tls-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (ca_path, key_path) = (dir.join("ca.pem"), dir.join("key.pem"));
+        std::fs::write(&ca_path, &cert).expect("write");
+        std::fs::write(&key_path, key.serialize_pem()).expect("write");
+        let t = TlsConfig::new()
+            .ca_file(&ca_path)
+            .and_then(|t| t.client_cert_files(&ca_path, &key_path))
+            .expect("read from files");
+        let shown = format!("{t:?}");
+        assert!(shown.contains("ca_certificates: Some(1)"), "{shown}");
+        assert!(shown.contains("client_certificate: true"), "{shown}");
+        t.setup().expect("setup");
+        let missing = dir.join("missing.pem");
+        let e = TlsConfig::new()
+            .ca_file(&missing)
+            .map(|_| ())
+            .expect_err("missing");
+        assert!(e.to_string().contains("cannot be read"), "{e}");
+        let e = TlsConfig::new()
+            .client_cert_files(&ca_path, &missing)
+            .map(|_| ())
+            .expect_err("missing key");
+        assert!(
+            matches!(
+                e,
+                SettingError::Tls {
+                    setting: "client key",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
     #[test]
     fn holds_finds_the_bytes_anywhere() {
         assert!(holds(b"abcdef", b"cde"));
