@@ -452,4 +452,25 @@ mod tests {
             Some(PoolRole::First)
         );
     }
+
+    /// A mirror with random reads reads from both pools, each about half the time; the fixed
+    /// policies always from theirs.
+    #[test]
+    fn random_mirror_reads_go_to_both_pools() {
+        let mode = |policy| State::new(spec::Kind::Mirror { policy }).mode();
+        let (mut first, mut second) = (0, 0);
+        for _ in 0..200 {
+            match mode(spec::ReadPolicy::Random) {
+                Mode::Mirror(PoolRole::First) => first += 1,
+                Mode::Mirror(PoolRole::Second) => second += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        // 200 fair coin flips: fewer than 50 on either side has odds below 1e-12
+        assert!(first >= 50 && second >= 50, "{first} / {second}");
+        let a = mode(spec::ReadPolicy::PreferA);
+        assert_eq!(a, Mode::Mirror(PoolRole::First));
+        let b = mode(spec::ReadPolicy::PreferB);
+        assert_eq!(b, Mode::Mirror(PoolRole::Second));
+    }
 }
