@@ -879,6 +879,69 @@ mod tests {
         }
     }
 
+    /// A pool's failure settings reach its client, each alone or together; only a gutter's
+    /// main pool has auto-eject turned off.
+    #[test]
+    fn failure_settings_reach_each_pools_builder() {
+        let policy = |f: &RouteFile, role| {
+            f.builder(role, Builder::<crate::Client>::default())
+                .settings
+                .policy
+        };
+        let warm = |old: &str| {
+            RouteFile::parse(&format!(
+                "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"127.0.0.1:11211\"], {old} }}\n"
+            ))
+            .expect("valid")
+        };
+        let d = FailurePolicy::default();
+        let eject = warm("auto_eject: true");
+        assert_eq!(policy(&eject, PoolRole::Second), d.with_auto_eject(true));
+        assert_eq!(policy(&eject, PoolRole::First), d);
+        let limit = warm("failure_limit: 5");
+        assert_eq!(policy(&limit, PoolRole::Second), d.with_failure_limit(5));
+        let retry = warm("retry_timeout_ms: 250");
+        assert_eq!(
+            policy(&retry, PoolRole::Second),
+            d.with_retry_timeout(Duration::from_millis(250))
+        );
+        let gutter = RouteFile::parse(
+            "route: gutter\nttl: 60\nmain: { servers: [\"127.0.0.1:11211\"] }\ngutter: { servers: [\"127.0.0.1:11311\"], auto_eject: true }\n",
+        )
+        .expect("valid");
+        assert!(!policy(&gutter, PoolRole::First).auto_eject);
+        assert!(policy(&gutter, PoolRole::Second).auto_eject);
+    }
+
+    /// `hash_tag: {}` (YAML's empty mapping, as an unquoted twemproxy config writes it) is the
+    /// tag `{}`; a mapping with entries is refused, as is a `backfill_ttl` that is a word other
+    /// than `never`.
+    #[test]
+    fn an_empty_mapping_is_the_brace_tag() {
+        let f = RouteFile::parse(&format!(
+            "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"127.0.0.1:11211\"], hash_tag: {{}} }}\n"
+        ))
+        .expect("valid");
+        assert_eq!(f.pools[1].hash_tag, Some(HashTag::new(b'{', b'}')));
+        let m = err(&format!(
+            "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"127.0.0.1:11211\"], hash_tag: {{ a: 1 }} }}\n"
+        ));
+        assert!(m.contains("`old.hash_tag`"), "{m}");
+        let m = err(&format!("route: warm_up\nbackfill_ttl: later\n{NEW}{OLD}"));
+        assert!(m.contains("`backfill_ttl`"), "{m}");
+    }
+
+    /// A router's `Debug` names its route and each pool's servers.
+    #[test]
+    fn a_router_shows_its_route_and_pools() {
+        let f = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: 60\n{NEW}{OLD}"))
+            .expect("valid");
+        let shown = format!("{:?}", f.router().expect("builds"));
+        for part in ["warm_up", "new", "old", "127.0.0.1:11212"] {
+            assert!(shown.contains(part), "{part} not in {shown}");
+        }
+    }
+
     #[test]
     fn load_names_the_file() {
         let dir = std::env::temp_dir().join(format!("memshard-route-file-{}", std::process::id()));
