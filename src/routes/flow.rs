@@ -714,6 +714,22 @@ mod tests {
         assert_eq!(r.unwrap(), StoreOutcome::Stored);
     }
 
+    /// `f`'s next request is answered with a server error (after a `version` first, when
+    /// the command checks its server with one).
+    fn refuse_next(f: &Fake, after_version: bool) {
+        let mut script = f.script.lock().unwrap_or_else(|p| p.into_inner());
+        if after_version {
+            script.push_back(Box::new(|_| b"VERSION fake\r\n".to_vec()));
+        }
+        script.push_back(Box::new(|_| {
+            b"SERVER_ERROR out of memory storing object\r\n".to_vec()
+        }));
+    }
+
+    fn gutter() -> State {
+        State::new(gutter_kind(false, Duration::from_secs(10)).unwrap())
+    }
+
     fn warm_up() -> State {
         State::new(Kind::WarmUp {
             backfill: Expiry::after(Duration::from_secs(60)),
@@ -768,8 +784,7 @@ mod tests {
 
     #[test]
     fn the_gutter_takes_a_failed_main_servers_reads_and_writes() {
-        let pools = pools();
-        let state = State::new(gutter_kind(false, Duration::from_secs(10)).unwrap());
+        let (pools, state) = (pools(), gutter());
         let route = Route::new(&pools, &state);
         pools[0].fail("127.0.0.1:1");
         set_k(&route);
@@ -804,16 +819,9 @@ mod tests {
     /// A server that answers with an error is up: the gutter takes only failures.
     #[test]
     fn a_main_server_s_refusal_is_returned_and_not_sent_to_the_gutter() {
-        let pools = pools();
-        let state = State::new(gutter_kind(false, Duration::from_secs(10)).unwrap());
+        let (pools, state) = (pools(), gutter());
         let route = Route::new(&pools, &state);
-        {
-            let mut script = pools[0].script.lock().unwrap_or_else(|p| p.into_inner());
-            script.push_back(Box::new(|_| b"VERSION fake\r\n".to_vec()));
-            script.push_back(Box::new(|_| {
-                b"SERVER_ERROR out of memory storing object\r\n".to_vec()
-            }));
-        }
+        refuse_next(&pools[0], true);
         let cmd = StoreCommand::Set;
         let r = now(
             &pools[0],
@@ -873,5 +881,119 @@ mod tests {
             gutter_kind(true, Duration::from_secs(10)),
             Err(Error::Config(_))
         ));
+    }
+
+    /// Reads go to the other pool only on a failure: a server's error answer is the caller's.
+    #[test]
+    fn only_failures_send_reads_to_the_other_pool() {
+        let (pools, state) = (pools(), gutter());
+        let route = Route::new(&pools, &state);
+        refuse_next(&pools[0], false);
+        let r = now(&pools[0], route.get(b"k"));
+        assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
+        assert!(pools[1].sent().is_empty(), "{:?}", pools[1].sent());
+        let (pools, state) = (self::pools(), warm_up());
+        put(&pools[1], "k", "old");
+        let route = Route::new(&pools, &state);
+        refuse_next(&pools[0], false);
+        let r = now(&pools[0], route.get(b"k"));
+        assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
+        // the new pool failing: the old copy answers
+        pools[0].fail("127.0.0.1:1");
+        let got = now(&pools[0], route.get(b"k")).unwrap();
+        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"old"[..]));
+    }
+
+    /// `get_multi` after a failure of the first pool: in a gutter the other pool's miss is
+    /// the answer; in a warm-up the new pool's failure stands when the old pool misses too,
+    /// and a value the old pool had is returned without a backfill to the failed pool.
+    #[test]
+    fn get_multi_after_a_failure_of_the_first_pool() {
+        let value = |r: &Result<Option<Item>>| match r {
+            Ok(found) => Ok(found.as_ref().map(|i| i.value.clone())),
+            Err(e) => Err(e.to_string()),
+        };
+        let (pools, state) = (pools(), gutter());
+        let route = Route::new(&pools, &state);
+        pools[0].fail("127.0.0.1:1");
+        let got = now(&pools[0], route.get_multi(&["k"]));
+        assert_eq!(value(&got[0]), Ok(None));
+        let (pools, state) = (self::pools(), warm_up());
+        put(&pools[1], "a", "old");
+        let route = Route::new(&pools, &state);
+        pools[0].fail("127.0.0.1:1");
+        let got = now(&pools[0], route.get_multi(&["a", "b"]));
+        assert_eq!(value(&got[0]), Ok(Some(b"old".to_vec())));
+        assert!(got[1].is_err(), "{:?}", value(&got[1]));
+        let stats = state.counters.snapshot();
+        assert_eq!(
+            (stats.backfills, stats.backfills_lost, stats.backfill_errors),
+            (0, 0, 0)
+        );
+    }
+
+    /// A cas through a gutter goes to the main server only: its failure is refused as a
+    /// route error (read again and retry), its error answer is returned as it is.
+    #[test]
+    fn a_gutter_cas_is_never_failed_over() {
+        let (pools, state) = (pools(), gutter());
+        let route = Route::new(&pools, &state);
+        set_k(&route);
+        let item = now(&pools[0], route.gets(b"k")).unwrap().expect("k");
+        let cas = || {
+            now(
+                &pools[0],
+                route.cas(b"k", b"w", 0, Expiry::NEVER, &item.token),
+            )
+        };
+        refuse_next(&pools[0], false);
+        let r = cas();
+        assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
+        pools[0].fail("127.0.0.1:1");
+        let r = cas();
+        assert!(
+            matches!(
+                r,
+                Err(Error::Route {
+                    route: "gutter",
+                    command: "cas",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        assert_eq!(pools[1].held("127.0.0.1:2", "k"), None);
+    }
+
+    /// A warm-up delete answers with the new pool's outcome, unless only the old copy had
+    /// the key.
+    #[test]
+    fn a_warm_up_delete_answers_for_the_copy_that_had_the_key() {
+        let (pools, state) = (pools(), warm_up());
+        put(&pools[0], "new", "v");
+        put(&pools[1], "old", "v");
+        let route = Route::new(&pools, &state);
+        let delete = |k: &[u8]| now(&pools[0], route.delete(k)).unwrap();
+        assert_eq!(delete(b"new"), DeleteOutcome::Deleted);
+        assert_eq!(delete(b"old"), DeleteOutcome::Deleted);
+        assert_eq!(delete(b"none"), DeleteOutcome::NotFound);
+        assert_eq!(pools[1].held("127.0.0.1:2", "old"), None);
+    }
+
+    /// A mirror copy whose server refused a write (an answer: the server is up) has the key
+    /// deleted there at once, so that it never serves the older value.
+    #[test]
+    fn a_refused_mirror_write_deletes_that_copy() {
+        let pools = pools();
+        let state = State::new(Kind::Mirror {
+            policy: ReadPolicy::PreferA,
+        });
+        let route = Route::new(&pools, &state);
+        put(&pools[1], "k", "old");
+        refuse_next(&pools[1], true);
+        set_k(&route);
+        assert_eq!(pools[1].held("127.0.0.1:2", "k"), None);
+        assert!(pools[1].core().down_servers().is_empty());
+        assert_eq!(state.counters.snapshot().repairs_recorded, 1);
     }
 }
