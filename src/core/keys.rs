@@ -50,3 +50,37 @@ impl KeyRules {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(hash_with_prefix: bool) -> KeyRules {
+        KeyRules {
+            prefix: b"app:".to_vec(),
+            hash_with_prefix,
+            max_value: 4,
+        }
+    }
+
+    #[test]
+    fn placement_hashes_the_prefix_only_when_asked() {
+        let (plain, with) = (rules(false), rules(true));
+        assert_eq!(&*plain.wire(b"k").unwrap(), b"app:k");
+        assert_eq!(plain.hashed(b"k", b"app:k"), b"k");
+        assert_eq!(with.hashed(b"k", b"app:k"), b"app:k");
+        assert_eq!(&*plain.hashed_owned(b"k"), b"k");
+        assert_eq!(&*with.hashed_owned(b"k"), b"app:k");
+        assert!(plain.wire(b"a key").is_err());
+    }
+
+    #[test]
+    fn a_value_of_exactly_the_item_size_is_sent() {
+        let r = rules(false);
+        assert!(r.check_value(b"four").is_ok());
+        assert!(matches!(
+            r.check_value(b"fives"),
+            Err(Error::ValueTooLarge { len: 5, limit: 4 })
+        ));
+    }
+}

@@ -775,4 +775,52 @@ mod tests {
         let soon = deadline_after(Duration::from_millis(5));
         assert!(soon >= now + Duration::from_millis(5) && soon < now + Duration::from_secs(60));
     }
+
+    /// A protocol error raised without a server is named for the link's; one with a server
+    /// keeps it.
+    #[test]
+    fn a_failure_names_the_links_server() {
+        let mut link = Link::new("s:1", &ConnOptions::default());
+        let e = link.fail(Error::protocol("", "bad line"));
+        assert!(
+            matches!(&e, Error::Protocol { server, .. } if server == "s:1"),
+            "{e:?}"
+        );
+        assert!(link.is_broken());
+        let e = link.fail(Error::protocol("t:2", "bad line"));
+        assert!(
+            matches!(&e, Error::Protocol { server, .. } if server == "t:2"),
+            "{e:?}"
+        );
+    }
+
+    /// A connection closed at its first meta command, before any reply, is read as a server
+    /// without meta; one that completed an exchange before was not closed for meta.
+    #[test]
+    fn a_close_at_the_first_meta_command_says_which_servers_lack_meta() {
+        let opts = ConnOptions {
+            protocol: crate::Protocol::Meta,
+            ..ConnOptions::default()
+        };
+        let mut link = Link::new("s:1", &opts);
+        let (req, r) = delete(&mut link, Server::Sends(b""));
+        assert!(
+            req.starts_with(b"md k "),
+            "{:?}",
+            String::from_utf8_lossy(&req)
+        );
+        let e = r.expect_err("closed").to_string();
+        assert!(e.contains("at the first meta command"), "{e}");
+        let mut link = Link::new("s:1", &opts);
+        let (_, r) = drive(
+            &mut link,
+            &mut Single::version(),
+            Server::Sends(b"VERSION 1.6.21\r\n"),
+        );
+        assert!(r.is_ok(), "{r:?}");
+        link.checked_out();
+        let (_, r) = delete(&mut link, Server::Fails(io::ErrorKind::ConnectionReset));
+        let e = r.expect_err("reset").to_string();
+        assert!(!e.contains("meta"), "{e}");
+    }
 }

@@ -980,6 +980,26 @@ mod tests {
         assert_eq!(pools[1].held("127.0.0.1:2", "old"), None);
     }
 
+    /// The same for many keys at once: each key's answer is its own.
+    #[test]
+    fn a_warm_up_delete_multi_answers_each_key_for_its_copies() {
+        let (pools, state) = (pools(), warm_up());
+        put(&pools[0], "new", "v");
+        put(&pools[1], "old", "v");
+        let route = Route::new(&pools, &state);
+        let out = now(&pools[0], route.delete_multi(&["new", "old", "none"]));
+        let out: Vec<Option<DeleteOutcome>> = out.into_iter().map(|r| r.ok()).collect();
+        assert_eq!(
+            out,
+            [
+                Some(DeleteOutcome::Deleted),
+                Some(DeleteOutcome::Deleted),
+                Some(DeleteOutcome::NotFound)
+            ]
+        );
+        assert_eq!(pools[1].held("127.0.0.1:2", "old"), None);
+    }
+
     /// A mirror copy whose server refused a write (an answer: the server is up) has the key
     /// deleted there at once, so that it never serves the older value.
     #[test]

@@ -123,4 +123,37 @@ mod tests {
         assert_eq!(log.take_returned(Vec::new).len(), 2);
         assert!(!log.any());
     }
+
+    /// At the limit a key already listed keeps the list; a new one gives it up for a flush,
+    /// and nothing more is kept for that server.
+    #[test]
+    fn the_list_gives_way_to_a_flush_only_for_a_new_key_past_the_limit() {
+        let log = GutterLog::default();
+        for i in 0..GUTTER_LOG_LIMIT {
+            log.record("s1:1", format!("k{i}").as_bytes());
+        }
+        log.record("s1:1", b"k0");
+        let kept = |log: &GutterLog| log.map().get("s1:1").map(|e| (e.keys.len(), e.overflowed));
+        assert_eq!(kept(&log), Some((GUTTER_LOG_LIMIT, false)));
+        log.record("s1:1", b"new");
+        assert_eq!(kept(&log), Some((0, true)));
+        log.record("s1:1", b"later");
+        assert_eq!(kept(&log), Some((0, true)), "nothing is kept once flushing");
+        assert_eq!(
+            log.take_returned(Vec::new),
+            vec![("s1:1".to_string(), GutterCleanup::Flush)]
+        );
+    }
+
+    #[test]
+    fn a_failed_flush_is_flushed_again() {
+        let log = GutterLog::default();
+        log.overflow("s1:1");
+        assert!(log.any());
+        assert_eq!(
+            log.take_returned(Vec::new),
+            vec![("s1:1".to_string(), GutterCleanup::Flush)]
+        );
+        assert!(!log.any());
+    }
 }

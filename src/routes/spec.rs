@@ -222,6 +222,11 @@ mod tests {
             1_700_000_000,
             "already past"
         );
+        assert_eq!(
+            cap_exptime(1_800_000_060, 60, now),
+            1_800_000_060,
+            "absolute, the cap left exactly: kept as sent"
+        );
     }
 
     #[test]
@@ -229,6 +234,11 @@ mod tests {
         assert!(gutter_ttl(Duration::ZERO).is_err());
         assert_eq!(gutter_ttl(Duration::from_millis(1)).ok(), Some(1));
         assert_eq!(gutter_ttl(Duration::from_secs(60)).ok(), Some(60));
+        assert_eq!(
+            gutter_ttl(Duration::from_secs(RELATIVE_LIMIT)).ok(),
+            Some(RELATIVE_LIMIT as u32),
+            "30 days exactly"
+        );
         assert!(gutter_ttl(Duration::from_secs(RELATIVE_LIMIT + 1)).is_err());
     }
 
@@ -239,5 +249,38 @@ mod tests {
             Some(ReadPolicy::PreferB)
         );
         assert!("fastest".parse::<ReadPolicy>().is_err());
+    }
+
+    #[test]
+    fn each_kind_names_its_pools_phase_and_backfill() {
+        let backfill = Expiry::after(Duration::from_secs(60));
+        let later = Expiry::after(Duration::from_secs(120));
+        let m = Migration::new(UNIX_EPOCH, Duration::from_secs(100), later);
+        let kinds = [
+            Kind::WarmUp { backfill },
+            Kind::Migrate(m),
+            Kind::Gutter { ttl: 10 },
+            Kind::Mirror {
+                policy: ReadPolicy::PreferA,
+            },
+        ];
+        let names: Vec<(&str, [&str; 2])> =
+            kinds.iter().map(|k| (k.name(), k.pool_names())).collect();
+        assert_eq!(
+            names,
+            [
+                ("warm_up", ["new", "old"]),
+                ("migrate", ["new", "old"]),
+                ("gutter", ["main", "gutter"]),
+                ("mirror", ["a", "b"]),
+            ]
+        );
+        let backfills: Vec<Expiry> = kinds.iter().map(Kind::backfill).collect();
+        assert_eq!(backfills, [backfill, later, Expiry::NEVER, Expiry::NEVER]);
+        let numbers: Vec<u8> = [Phase::Old, Phase::WarmUp, Phase::NewDeletesBoth, Phase::New]
+            .into_iter()
+            .map(Phase::number)
+            .collect();
+        assert_eq!(numbers, [0, 1, 2, 3]);
     }
 }

@@ -97,3 +97,28 @@ pub(crate) fn phase(route: &'static str, n: u8) {
     #[cfg(not(feature = "metrics"))]
     let _ = (route, n);
 }
+
+#[cfg(all(test, feature = "metrics"))]
+mod tests {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    #[test]
+    fn the_phase_gauge_holds_the_last_phase() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            super::phase("migrate", 1);
+            super::phase("migrate", 2);
+        });
+        let gauges: Vec<(String, f64)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .filter_map(|(k, _, _, v)| match v {
+                DebugValue::Gauge(g) => Some((k.key().name().to_string(), g.into_inner())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(gauges, [("memshard_route_migrate_phase".to_string(), 2.0)]);
+    }
+}

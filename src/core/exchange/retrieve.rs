@@ -595,7 +595,8 @@ mod tests {
     fn meta_replies_with_a_token_not_asked_fail() {
         use crate::core::exchange::meta::testing::{CTX, opaques, receive};
         // one key (not quiet): a miss or a value must carry the key's token
-        for reply in ["EN\r\n", "EN O{o1}\r\n", "VA 1 f0 O{o1}\r\nx\r\n"] {
+        // (nor does the `MN` that ends a quiet batch: none was asked)
+        for reply in ["EN\r\n", "EN O{o1}\r\n", "VA 1 f0 O{o1}\r\nx\r\n", "MN\r\n"] {
             let one: Vec<&[u8]> = vec![b"a"];
             let mut ex = Retrieve::new(&one, false, None);
             let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
@@ -632,5 +633,13 @@ mod tests {
         assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
         let hits = ex.take_hits();
         assert!(hits[0].is_none() && hits[1].as_ref().is_some_and(|i| i.value == b"y"));
+        // the batch ends at an `MN` without a token (`mn` is sent without one)
+        let mut ex = Retrieve::new(&two, false, None);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out);
+        receive(&mut rb, format!("MN O{}\r\n", o[0]).as_bytes());
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
     }
 }
