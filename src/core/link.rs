@@ -572,6 +572,19 @@ mod tests {
         let mut link = reused();
         let _ = delete(&mut link, Server::Fails(io::ErrorKind::TimedOut));
         assert!(!link.failed_stale());
+        let opts = ConnOptions {
+            read_timeout: Duration::from_millis(7),
+            write_timeout: Duration::from_millis(9),
+            ..ConnOptions::default()
+        };
+        for (op, after) in [("read", 7), ("write", 9)] {
+            let e = Link::new("s:1", &opts).timed_out(op);
+            let want = Duration::from_millis(after);
+            assert!(
+                matches!(e, Error::Timeout { after, .. } if after == want),
+                "{e:?}"
+            );
+        }
         let mut link = reused();
         let e = link.timed_out("read");
         assert!(matches!(e, Error::Timeout { op: "read", .. }), "{e:?}");
@@ -592,6 +605,11 @@ mod tests {
             !e.to_string().contains("TLS"),
             "a link that heard its server: {e}"
         );
+        // nor on a new link: a byte came, so the server speaks plaintext
+        let mut link = Link::new("s:1", &ConnOptions::default());
+        let (_, r) = delete(&mut link, Server::Sends(b"DELE"));
+        let e = r.expect_err("end of stream");
+        assert!(!e.to_string().contains("TLS"), "a new link that heard: {e}");
         // a new link has not sat in a pool
         let mut link = Link::new("s:1", &ConnOptions::default());
         link.checked_out();

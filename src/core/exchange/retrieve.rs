@@ -633,6 +633,17 @@ mod tests {
         assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
         let hits = ex.take_hits();
         assert!(hits[0].is_none() && hits[1].as_ref().is_some_and(|i| i.value == b"y"));
+        // a key answered once is not answered again: the tokens come in order
+        let mut ex = Retrieve::new(&two, false, None);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out);
+        receive(
+            &mut rb,
+            format!("VA 1 f0 O{0}\r\nx\r\nVA 1 f0 O{0}\r\nx\r\n", o[0]).as_bytes(),
+        );
+        let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
         // the batch ends at an `MN` without a token (`mn` is sent without one)
         let mut ex = Retrieve::new(&two, false, None);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());

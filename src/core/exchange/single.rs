@@ -282,6 +282,18 @@ mod tests {
     }
 
     #[test]
+    fn flush_all_and_verbosity_take_ok() {
+        let (out, r) = run(&mut Single::flush_all(Some(5)), b"OK\r\n");
+        assert_eq!(out, b"flush_all 5\r\n");
+        assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
+        let (out, r) = run(&mut Single::verbosity(1), b"OK\r\n");
+        assert_eq!(out, b"verbosity 1\r\n");
+        assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
+        let (_, r) = run(&mut Single::flush_all(None), b"STORED\r\n");
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+    }
+
+    #[test]
     fn a_reply_of_another_command_is_a_protocol_error() {
         let (_, r) = run(&mut Single::delete(b"k"), b"STORED\r\n");
         assert!(matches!(r, Err(Error::Protocol { .. })));
@@ -303,6 +315,15 @@ mod tests {
             Ok(Step::Done(Some(40)))
         ));
 
+        // a missing counter is `NF`, read as the text `NOT_FOUND`
+        let mut ex = Single::arith(true, b"n", 2);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        receive(&mut rb, format!("NF O{o}\r\n").as_bytes());
+        let r = ex.step(&mut rb, &mut out, &CTX);
+        assert!(matches!(r, Ok(Step::Done(None))), "{r:?}");
+
         let mut ex = Single::delete(b"k");
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
         let _ = ex.step(&mut rb, &mut out, &CTX);
@@ -313,14 +334,18 @@ mod tests {
             Ok(Step::Done(DeleteOutcome::NotFound))
         ));
 
-        // a reply without the token, or with another one, is never taken
+        // a reply without the token, or with another one, is never taken; nor one that reads
+        // as the token's number only when parsed leniently (a sign, leading zeros)
         for stale in [
-            "HD\r\n".to_string(),
-            format!("HD O{}\r\n", o.wrapping_sub(1)),
+            |_: u32| "HD\r\n".to_string(),
+            |o: u32| format!("HD O{}\r\n", o.wrapping_sub(1)),
+            |o: u32| format!("HD O+{o}\r\n"),
+            |o: u32| format!("HD O{o:011}\r\n"),
         ] {
             let mut ex = Single::delete(b"k");
             let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
             let _ = ex.step(&mut rb, &mut out, &CTX);
+            let stale = stale(opaques(&out)[0]);
             receive(&mut rb, stale.as_bytes());
             let r = ex.step(&mut rb, &mut out, &CTX);
             assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");

@@ -305,12 +305,50 @@ mod tests {
         let mut out = Vec::new();
         assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
         assert_eq!(out.windows(7).filter(|w| w == b"delete ").count(), 50);
+        // on a new connection the exchange starts over, from the first request
+        let mut again = WriteMany::new("delete_multi", ex.requests.clone(), delete_outcome);
+        let _ = again.step(&mut ReadBuf::default(), &mut Vec::new(), &ctx);
+        again.restart();
+        let (mut rb2, mut out) = (ReadBuf::default(), Vec::new());
+        assert!(matches!(
+            again.step(&mut rb2, &mut out, &ctx),
+            Ok(Step::Write)
+        ));
+        assert!(out.starts_with(b"delete k0\r\n"));
         let failed = Error::protocol("s:1", "gone");
         let r = ex.results(Some(&failed));
         assert_eq!(r[0].as_ref().ok(), Some(&DeleteOutcome::Deleted));
         assert!(matches!(r[1], Err(Error::Server { .. })));
         assert_eq!(r[2].as_ref().ok(), Some(&DeleteOutcome::NotFound));
         assert!(matches!(r[100], Err(Error::Protocol { .. })));
+    }
+
+    /// Quiet mode hides a delete's success: a batch answered by `MN` alone deleted every key.
+    #[test]
+    fn a_quiet_delete_without_a_reply_deleted_its_key() {
+        use crate::core::exchange::meta::testing::{CTX, receive};
+        let keys: Vec<Vec<u8>> = (0..3).map(|i| format!("k{i}").into_bytes()).collect();
+        let reqs = keys
+            .iter()
+            .map(|key| Request::Delete {
+                key,
+                noreply: false,
+            })
+            .collect();
+        let mut ex = WriteMany::new("delete_multi", reqs, delete_outcome);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        assert!(
+            out.starts_with(b"md k0 "),
+            "{:?}",
+            String::from_utf8_lossy(&out)
+        );
+        receive(&mut rb, b"MN\r\n");
+        let step = ex.step(&mut rb, &mut Vec::new(), &CTX);
+        assert!(matches!(step, Ok(Step::Done(()))), "{step:?}");
+        let got: Vec<Option<DeleteOutcome>> =
+            ex.results(None).into_iter().map(|r| r.ok()).collect();
+        assert_eq!(got, [Some(DeleteOutcome::Deleted); 3]);
     }
 
     #[test]
