@@ -799,6 +799,10 @@ mod tests {
     #[test]
     fn a_failure_names_the_links_server() {
         let mut link = Link::new("s:1", &ConnOptions::default());
+        assert_eq!(link.server(), "s:1");
+        link.mark_broken();
+        assert!(link.is_broken());
+        let mut link = Link::new("s:1", &ConnOptions::default());
         let e = link.fail(Error::protocol("", "bad line"));
         assert!(
             matches!(&e, Error::Protocol { server, .. } if server == "s:1"),
@@ -820,6 +824,11 @@ mod tests {
             protocol: crate::Protocol::Meta,
             ..ConnOptions::default()
         };
+        // a byte came: the server read the meta command
+        let mut link = Link::new("s:1", &opts);
+        let (_, r) = delete(&mut link, Server::Sends(b"HD"));
+        let e = r.expect_err("closed").to_string();
+        assert!(!e.contains("meta"), "{e}");
         let mut link = Link::new("s:1", &opts);
         let (req, r) = delete(&mut link, Server::Sends(b""));
         assert!(

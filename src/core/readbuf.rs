@@ -143,4 +143,19 @@ mod tests {
             assert_eq!(rb.buf.len(), kept, "{size}");
         }
     }
+
+    /// Less than a quarter chunk free and nothing consumed: the buffer grows, by at least a
+    /// chunk past what it holds, and keeps its bytes.
+    #[test]
+    fn a_buffer_three_quarters_full_grows_and_keeps_its_bytes() {
+        let mut rb = ReadBuf::default();
+        let n = READ_CHUNK - READ_CHUNK / 4 + 1;
+        for (i, b) in rb.spare()[..n].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        rb.filled(n);
+        let spare = rb.spare().len();
+        assert_eq!(spare, 2 * READ_CHUNK - n);
+        assert!(rb.unread().iter().enumerate().all(|(i, &b)| b == i as u8));
+    }
 }

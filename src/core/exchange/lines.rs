@@ -393,6 +393,28 @@ mod tests {
         assert_eq!(sets(&["a"]).command(), "set_multi_noreply");
     }
 
+    /// On a new connection an exchange starts over: nothing of the first one's reply is kept.
+    #[test]
+    fn a_restarted_exchange_starts_over() {
+        let mut ex = StatsExchange::new(None);
+        let (_, step) = run(&mut ex, b"STAT pid 7\r\n", &TEXT);
+        assert!(matches!(step, Ok(Step::Read)), "{step:?}");
+        ex.restart();
+        let (req, step) = run(&mut ex, b"STAT uptime 12\r\nEND\r\n", &TEXT);
+        assert_eq!(req, b"stats\r\n");
+        let Ok(Step::Done(stats)) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(stats, [("uptime".into(), "12".into())]);
+        let mut ex = sets(&["a", "b"]);
+        let (_, step) = run(&mut ex, b"SERVER_ERROR out of memory\r\n", &TEXT);
+        assert!(matches!(step, Ok(Step::Read)), "{step:?}");
+        ex.restart();
+        let (req, step) = run(&mut ex, b"VERSION 1.6.21\r\n", &TEXT);
+        assert!(req.starts_with(b"set a 0 0 1 noreply\r\n"), "{req:?}");
+        assert!(matches!(step, Ok(Step::Done(()))), "{step:?}");
+    }
+
     #[test]
     fn quiet_meta_sets_end_at_the_noop_and_report_what_failed() {
         let (req, step) = run(&mut sets(&["a", "b"]), b"MN\r\n", &CTX);
