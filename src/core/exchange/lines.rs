@@ -447,6 +447,23 @@ mod tests {
         assert!(e.contains("at most 3 lines"), "{e}");
     }
 
+    /// Each line may be as long as a reply line can be: a batch's byte budget is its lines at
+    /// their longest.
+    #[test]
+    fn a_noreply_batch_may_send_lines_of_the_longest_length() {
+        use crate::proto::MAX_LINE;
+        let mut reply = b"SERVER_ERROR ".to_vec();
+        reply.resize(MAX_LINE, b'x');
+        reply.extend(b"\r\nVERSION ");
+        reply.resize(2 * MAX_LINE + 2, b'1');
+        reply.extend(b"\r\n");
+        let (_, step) = run(&mut sets(&["a"]), &reply, &TEXT);
+        assert!(
+            matches!(step, Ok(Step::Refused(Error::Server { .. }))),
+            "{step:?}"
+        );
+    }
+
     /// Each batch of noreply sets has its own budget: the second batch's lines are bounded by
     /// the second batch's requests.
     #[test]

@@ -315,6 +315,24 @@ mod tests {
             Ok(Step::Done(Some(40)))
         ));
 
+        // a counter is digits only (Rust's parse would take a sign)
+        let mut ex = Single::arith(true, b"n", 2);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        receive(&mut rb, format!("VA 2 O{o}\r\n+4\r\n").as_bytes());
+        let r = ex.step(&mut rb, &mut out, &CTX);
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+
+        // a cas whose token is stale is `EX`, read as the text `EXISTS`
+        let mut ex = Single::store(StoreCommand::Cas(5), b"k", b"v", 0, 0);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        receive(&mut rb, format!("EX O{o}\r\n").as_bytes());
+        let r = ex.step(&mut rb, &mut out, &CTX);
+        assert!(matches!(r, Ok(Step::Done(StoreOutcome::Exists))), "{r:?}");
+
         // a missing counter is `NF`, read as the text `NOT_FOUND`
         let mut ex = Single::arith(true, b"n", 2);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
@@ -360,9 +378,13 @@ mod tests {
             ex.step(&mut rb, &mut out, &CTX),
             Ok(Step::Refused(Error::Server { .. }))
         ));
-        let mut out = Vec::new();
-        let _ = Single::version().step(&mut ReadBuf::default(), &mut out, &CTX);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let mut ex = Single::version();
+        let _ = ex.step(&mut rb, &mut out, &CTX);
         assert_eq!(out, b"version\r\n");
+        receive(&mut rb, b"VERSION 1.6.21\r\n");
+        let r = ex.step(&mut rb, &mut out, &CTX);
+        assert!(matches!(&r, Ok(Step::Done(v)) if v == "1.6.21"), "{r:?}");
     }
 
     /// `ex` over meta, answered `status` with its own token: the request, and the outcome.
