@@ -425,5 +425,20 @@ mod tests {
         // a token out of order (or of another batch) drops the connection
         let (r, _) = run(&|o| format!("NS O{}\r\nNS O{}\r\n", o[3], o[1]));
         assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+
+        // after k1's reply three requests are left: three error lines may follow, not four
+        let errors = |n: usize| {
+            move |o: &[u32]| {
+                format!(
+                    "NS O{}\r\n{}MN\r\n",
+                    o[1],
+                    "SERVER_ERROR out of memory\r\n".repeat(n)
+                )
+            }
+        };
+        let (r, _) = run(&errors(3));
+        assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
+        let (r, _) = run(&errors(4));
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
     }
 }
