@@ -126,6 +126,18 @@ mod tests {
         }
     }
 
+    /// On a new connection the exchange asks the new way first again.
+    #[test]
+    fn a_restart_asks_config_first() {
+        let mut ex = Discover::new();
+        let (writes, _) = drive_script(&mut ex, &["ERROR\r\n", "ERROR\r\n"]);
+        assert_eq!(writes.len(), 2);
+        ex.restart();
+        let (writes, r) = drive_script(&mut ex, &[&config("CONFIG cluster")]);
+        assert_eq!(writes, [CONFIG_GET_CLUSTER.to_vec()]);
+        assert!(r.is_ok(), "{r:?}");
+    }
+
     #[test]
     fn two_refusals_say_it_is_no_endpoint() {
         let (_, r) = drive_script(&mut Discover::new(), &["ERROR\r\n", "END\r\n"]);

@@ -304,4 +304,30 @@ mod tests {
         encode(&del, None, true, &mut q);
         assert_eq!(q, b"md k q\r\n");
     }
+
+    /// A token is the number written: digits only, up to the ten of `u32::MAX`.
+    #[test]
+    fn opaque_tokens_are_read_as_written() {
+        use crate::core::readbuf::ReadBuf;
+        let token = |line: &str| {
+            let mut rb = ReadBuf::default();
+            testing::receive(&mut rb, line.as_bytes());
+            match next(&rb, &testing::CTX) {
+                Ok(Some((MetaItem::Reply(r), _))) => opaque_of(&r, rb.unread()),
+                other => panic!("{line:?}: {other:?}"),
+            }
+        };
+        assert_eq!(token("HD O7\r\n"), Some(7));
+        assert_eq!(token("HD O4294967295\r\n"), Some(u32::MAX));
+        assert_eq!(token("HD O1000000000\r\n"), Some(1_000_000_000));
+        for bad in [
+            "HD\r\n",
+            "HD O+7\r\n",
+            "HD O00000000007\r\n",
+            "HD O4294967296\r\n",
+            "HD Ox\r\n",
+        ] {
+            assert_eq!(token(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -333,6 +333,15 @@ mod tests {
         let r = ex.step(&mut rb, &mut out, &CTX);
         assert!(matches!(r, Ok(Step::Done(StoreOutcome::Exists))), "{r:?}");
 
+        // a cas of a missing key is `NF`, read as the text `NOT_FOUND`
+        let mut ex = Single::store(StoreCommand::Cas(5), b"k", b"v", 0, 0);
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        let o = opaques(&out)[0];
+        receive(&mut rb, format!("NF O{o}\r\n").as_bytes());
+        let r = ex.step(&mut rb, &mut out, &CTX);
+        assert!(matches!(r, Ok(Step::Done(StoreOutcome::NotFound))), "{r:?}");
+
         // a missing counter is `NF`, read as the text `NOT_FOUND`
         let mut ex = Single::arith(true, b"n", 2);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
