@@ -333,6 +333,18 @@ mod tests {
         let r = ex.step(&mut rb, &mut out, &CTX);
         assert!(matches!(r, Ok(Step::Done(StoreOutcome::Exists))), "{r:?}");
 
+        // `ERROR` to a meta command: the server predates meta
+        let mut ex = Single::delete(b"k");
+        let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
+        let _ = ex.step(&mut rb, &mut out, &CTX);
+        receive(&mut rb, b"ERROR\r\n");
+        let r = ex.step(&mut rb, &mut out, &CTX);
+        assert!(
+            matches!(&r, Ok(Step::Refused(Error::Server { message, .. }))
+                if message.contains("meta commands need memcached 1.6")),
+            "{r:?}"
+        );
+
         // a cas of a missing key is `NF`, read as the text `NOT_FOUND`
         let mut ex = Single::store(StoreCommand::Cas(5), b"k", b"v", 0, 0);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());

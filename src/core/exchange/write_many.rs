@@ -426,6 +426,13 @@ mod tests {
         let (r, _) = run(&|o| format!("NS O{}\r\nNS O{}\r\n", o[3], o[1]));
         assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
 
+        // a reply without a token is no request's, nor the batch's end; nor is the token one
+        // past the batch's last
+        let (r, _) = run(&|_| "NS\r\nMN\r\n".to_string());
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+        let (r, _) = run(&|o| format!("NS O{}\r\nMN\r\n", o[4] + 1));
+        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+
         // after k1's reply three requests are left: three error lines may follow, not four
         let errors = |n: usize| {
             move |o: &[u32]| {
