@@ -428,7 +428,7 @@ mod tests {
 
         // a reply without a token is no request's, nor the batch's end; nor is the token one
         // past the batch's last
-        let (r, _) = run(&|_| "NS\r\nMN\r\n".to_string());
+        let (r, _) = run(&|_| "NS\r\n".to_string());
         assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
         let (r, _) = run(&|o| format!("NS O{}\r\nMN\r\n", o[4] + 1));
         assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
