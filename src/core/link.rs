@@ -791,8 +791,8 @@ mod tests {
         assert!(soon >= now + Duration::from_millis(5) && soon < now + Duration::from_secs(60));
     }
 
-    /// A protocol error raised without a server is named for the link's; one with a server
-    /// keeps it.
+    /// A link names its server: a protocol error raised without a server gets the link's, one
+    /// with a server keeps it.
     #[test]
     fn a_failure_names_the_links_server() {
         let mut link = Link::new("s:1", &ConnOptions::default());
@@ -813,8 +813,8 @@ mod tests {
         );
     }
 
-    /// A connection closed at its first meta command, before any reply, is read as a server
-    /// without meta; one that completed an exchange before was not closed for meta.
+    /// A connection closed at its first meta command, before any byte of reply, is read as a
+    /// server without meta; one whose server had answered was not closed for meta.
     #[test]
     fn a_close_at_the_first_meta_command_says_which_servers_lack_meta() {
         let opts = ConnOptions {
@@ -863,8 +863,14 @@ mod tests {
     #[cfg(feature = "tls")]
     #[test]
     fn a_tls_link_closed_at_once_gets_no_tls_hint() {
+        // a CA of its own: a fresh machine's system store may be empty
+        let key = rcgen::KeyPair::generate().expect("key");
+        let ca = rcgen::CertificateParams::new(vec!["cache.test".to_string()])
+            .and_then(|p| p.self_signed(&key))
+            .expect("certificate");
         let setup = crate::settings::TlsConfig::new()
-            .setup()
+            .ca_pem(ca.pem().as_bytes())
+            .and_then(|t| t.setup())
             .expect("TLS setup");
         let opts = ConnOptions {
             tls: Some(std::sync::Arc::new(setup)),
