@@ -321,3 +321,32 @@ fn stringify(v: &serde_json::Value, out: &mut String) -> Result<(), ()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `utils.js` `unescapeValue`: `value.replace(/\\(\r|\n)/g, '$1')`, so a backslash goes
+    /// only where a CR or LF follows it, a doubled one keeps its first, and a last one stays.
+    #[test]
+    fn a_backslash_goes_only_before_cr_or_lf() {
+        assert_eq!(unescape(b"a\\\r\\\nb"), b"a\r\nb");
+        assert_eq!(unescape(b"\\\\\n\\x\\"), b"\\\n\\x\\");
+        assert_eq!(
+            decode(0, b"line one\\\nline two").expect("decode"),
+            Value::String("line one\nline two".into())
+        );
+    }
+
+    /// One in the last place, carrying through nines; a carry past the first digit is None
+    /// (the tie rule then keeps Rust's digits).
+    #[test]
+    fn increment_carries_through_nines() {
+        assert_eq!(
+            increment("8764968676778112").as_deref(),
+            Some("8764968676778113")
+        );
+        assert_eq!(increment("1299").as_deref(), Some("1300"));
+        assert_eq!(increment("999"), None);
+    }
+}

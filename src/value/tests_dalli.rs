@@ -307,6 +307,26 @@ fn marshal_is_ruby_marshal_byte_for_byte() {
     }
 }
 
+/// A big integer that fits 64 bits is written as Ruby writes an Integer; a wider one as its
+/// digits (`JSON.dump(12)`, `JSON.dump(-9223372036854775808)`, `JSON.dump(2**64)`).
+#[test]
+fn json_writes_big_integers_as_ruby_integers() {
+    let t = Transcoder::new(Codec::Dalli).with_dalli(DalliOptions {
+        serializer: DalliSerializer::Json,
+        ..DalliOptions::default()
+    });
+    for (digits, ruby) in [
+        ("12", "12"),
+        ("-9223372036854775808", "-9223372036854775808"),
+        ("18446744073709551616", "18446744073709551616"),
+    ] {
+        let got = t
+            .encode(&Value::BigInt(digits.into()), MAX)
+            .expect("encode");
+        assert_eq!(got.bytes, ruby.as_bytes(), "{digits}");
+    }
+}
+
 #[test]
 fn json_is_ruby_json_dump_text() {
     let t = Transcoder::new(Codec::Dalli).with_dalli(DalliOptions {

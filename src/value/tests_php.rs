@@ -915,6 +915,31 @@ fn zstd_bombs_stop_at_the_prefix() {
     ));
 }
 
+#[test]
+fn a_zstd_prefix_that_disagrees_says_which_way() {
+    // php-memcached 3.3's frame of 3,000 bytes of text, behind prefixes of 100 (the frame holds
+    // more) and 5,000 (it holds 3,000) instead of its own.
+    let frame = testdata("php-3.3-zstd-text-3000.bin")[4..].to_vec();
+    let detail = |len: u32| {
+        let mut p = len.to_le_bytes().to_vec();
+        p.extend(&frame);
+        match decode(Codec::PhpMemcached, 0x90, &p, MAX) {
+            Err(ValueError::Decompress { detail, .. }) => detail,
+            other => panic!("prefix {len}: {other:?}"),
+        }
+    };
+    assert!(
+        detail(100).ends_with("says 100 bytes, the frame holds more"),
+        "{}",
+        detail(100)
+    );
+    assert!(
+        detail(5000).ends_with("says 5000 bytes, the frame holds 3000"),
+        "{}",
+        detail(5000)
+    );
+}
+
 // ---------------------------------------------------------------- writing: what PHP cannot hold
 
 #[test]
