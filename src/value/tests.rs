@@ -165,9 +165,28 @@ fn pylibmc_ints_follow_python() {
         Ok(Value::BigInt("-99999999999999999999".into()))
     );
     assert_eq!(d(2, b"1"), Ok(Value::Bool(true)));
+    // Only the spellings a bool is written with read as one; `+1` and ` 0` are ints.
+    assert_eq!(d(2, b"+1"), Ok(Value::Int(1)));
+    assert_eq!(d(2, b" 0"), Ok(Value::Int(0)));
+    assert_eq!(d(2, b"0"), Ok(Value::Bool(false)));
     assert_eq!(d(2, b"5"), Ok(Value::Int(5)));
     assert!(d(16, b"\xff").is_err());
     assert!(d(1, b"").is_err());
+}
+
+/// Untyped decimal bytes read as an integer; an integer reads as a float only where the
+/// double holds it exactly (node stores every number as a double: 2^53 + 1 is not one).
+#[test]
+fn typed_numbers_convert_only_where_exact() {
+    assert_eq!(i64::from_value(Value::Bytes(b"42".to_vec())), Ok(42));
+    assert_eq!(i64::from_value(Value::Bytes(b"-42".to_vec())), Ok(-42));
+    assert!(i64::from_value(Value::Bytes(b"4x".to_vec())).is_err());
+    assert_eq!(f64::from_value(Value::Int(2)), Ok(2.0));
+    assert_eq!(
+        f64::from_value(Value::Int(-(1 << 53))),
+        Ok(-9007199254740992.0)
+    );
+    assert!(f64::from_value(Value::Int((1 << 53) + 1)).is_err());
 }
 
 #[test]

@@ -532,6 +532,66 @@ fn hostile_marshal_is_refused_without_allocating() {
     );
 }
 
+/// Each `U` (`marshal_dump`) and each instance variable's value is one level deeper: 128 of
+/// them around a `0` read, 129 do not; a bignum of exactly the limit's bytes reads.
+#[test]
+fn marshal_depth_counts_every_container() {
+    let dumps = |n: usize| {
+        let mut m = vec![4, 8];
+        m.extend(std::iter::repeat_n(*b"U:\x06A", n).flatten());
+        m.push(b'0');
+        m
+    };
+    assert_eq!(marshal::decode(&dumps(128), MAX), Ok(None));
+    assert!(bad(marshal::decode(&dumps(129), MAX)).contains("nested deeper than 128"));
+    // A String whose `E` ivar holds n nested Arrays: the innermost `0` is n + 1 levels down.
+    let ivar = |n: usize| {
+        let mut m = vec![4, 8, b'I', b'"', 6, b'x', 6, b':', 6, b'E'];
+        m.extend(std::iter::repeat_n([b'[', 6], n).flatten());
+        m.push(b'0');
+        m
+    };
+    assert_eq!(marshal::decode(&ivar(127), MAX), Ok(None));
+    assert!(bad(marshal::decode(&ivar(128), MAX)).contains("nested deeper than 128"));
+    // 4,096 significant bytes (2,048 words) read; 4,097 do not.
+    let bignum = |bytes: usize| {
+        let words = bytes.div_ceil(2);
+        let mut m = vec![4, 8, b'l', b'+', 2];
+        m.extend((words as u16).to_le_bytes());
+        m.extend(std::iter::repeat_n(0xff, bytes));
+        m.extend(std::iter::repeat_n(0, 2 * words - bytes));
+        m
+    };
+    assert!(matches!(
+        marshal::decode(&bignum(4096), MAX),
+        Ok(Some(Value::BigInt(_)))
+    ));
+    assert!(bad(marshal::decode(&bignum(4097), MAX)).contains("a bignum of 4097 bytes"));
+}
+
+/// A String's encoding ivar: `E` once (true: UTF-8, false: US-ASCII) is text; `E` twice is not
+/// a string Ruby writes, so it is outside the subset; without ivars a String is bytes and a
+/// Symbol text.
+#[test]
+fn marshal_string_encodings() {
+    let m = |hex: &str| marshal::decode(&unhex(hex), MAX);
+    // "ab" (`I`, 1 ivar, :E => true); then :E => true, :E => false.
+    assert_eq!(
+        m("04084922076162063a064554"),
+        Ok(Some(Value::String("ab".into())))
+    );
+    assert_eq!(m("04084922076162073a0645543b0046"), Ok(None));
+    // `I` with no ivars around a String, and around a Symbol.
+    assert_eq!(
+        m("0408492207616200"),
+        Ok(Some(Value::Bytes(b"ab".to_vec())))
+    );
+    assert_eq!(
+        m("040849 3a07616200".replace(' ', "").as_str()),
+        Ok(Some(Value::String("ab".into())))
+    );
+}
+
 #[test]
 fn valid_marshal_outside_the_subset_is_foreign_and_read_to_its_end() {
     let m = |hex: &str| marshal::decode(&unhex(hex), MAX);

@@ -627,6 +627,7 @@ fn php_serialize_reads_the_subset_and_keeps_the_rest_foreign() {
         b"C:11:\"ArrayObject\":5:{x:i:0}",
         b"E:7:\"Suit:Hs\";",
         b"S:1:\"\\61\";",
+        b"S:3:\"a\\62c\";",
     ] {
         assert_eq!(d(p), foreign(p), "{}", String::from_utf8_lossy(p));
     }
@@ -938,6 +939,92 @@ fn a_zstd_prefix_that_disagrees_says_which_way() {
         "{}",
         detail(5000)
     );
+}
+
+/// A frame under 256 bytes says its size in one byte behind the single-segment bit (0x20):
+/// read. A frame with neither that bit nor a size flag has no content size: refused.
+#[test]
+fn a_single_segment_zstd_frame_has_its_size() {
+    // Magic, descriptor, [size 5], one raw last block of 5 bytes (RFC 8878, 3.1.1).
+    let frame = |descriptor: u8, size: &[u8]| {
+        let mut p = 5u32.to_le_bytes().to_vec();
+        p.extend([0x28, 0xb5, 0x2f, 0xfd, descriptor]);
+        if descriptor & 0x20 == 0 {
+            p.push(0x58); // window descriptor: 1 MiB
+        }
+        p.extend(size);
+        p.extend([(5 << 3) | 1, 0, 0]);
+        p.extend(b"hello");
+        p
+    };
+    assert_eq!(
+        decode(Codec::PhpMemcached, 0x90, &frame(0x20, &[5]), MAX),
+        Ok(Value::String("hello".into()))
+    );
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 0x90, &frame(0x00, &[]), MAX),
+        Err(ValueError::Decompress { detail, .. }) if detail.contains("without a content size")
+    ));
+}
+
+/// PHP compresses into a buffer of `len × 1.05 + 1` bytes (`php_memcached.c` `s_compress_value`):
+/// with a compression factor of 0 (compress whatever it saves), 200 random bytes fit zlib's
+/// 211 (a stored block) and 199 do not fit 209.
+#[test]
+fn a_block_must_fit_phps_buffer() {
+    let o = PhpOptions {
+        compression_type: PhpCompression::Zlib,
+        compression_factor: 0.0,
+        compression_threshold: 1,
+        ..PhpOptions::default()
+    };
+    let mut seed = 0x9e37_79b9_u32;
+    let noise: Vec<u8> = (0..200)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed as u8
+        })
+        .collect();
+    let compressed = |n: usize| {
+        let got = php(&Value::Bytes(noise[..n].to_vec()), &o).expect("encode");
+        got.flags & 0x10 != 0
+    };
+    assert_eq!(php::zlib_block(&noise).map(|b| b.len()), Some(211));
+    assert!(compressed(200));
+    assert!(!compressed(199));
+}
+
+/// `json_encode` stops at PHP's default depth of 512 arrays (`php_json_encode_array`:
+/// `++encoder->depth > max_depth`); the PHP serializer stops at the same depth, which its
+/// reader takes back.
+#[test]
+fn json_and_serialize_nest_512_arrays_deep() {
+    let nested = |n: usize| {
+        let mut j = serde_json::json!(1);
+        for _ in 0..n {
+            j = serde_json::json!([j]);
+        }
+        Value::Json(j)
+    };
+    for serializer in [PhpSerializer::Json, PhpSerializer::Php] {
+        let o = PhpOptions {
+            serializer,
+            ..PhpOptions::default()
+        };
+        let deepest = php(&nested(512), &o).expect("512 arrays");
+        if serializer == PhpSerializer::Php {
+            assert_eq!(
+                decode(Codec::PhpMemcached, deepest.flags, &deepest.bytes, MAX),
+                Ok(nested(512))
+            );
+        }
+        assert!(
+            matches!(php(&nested(513), &o), Err(ValueError::Unsupported { .. })),
+            "{serializer:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- writing: what PHP cannot hold

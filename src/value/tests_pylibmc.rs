@@ -344,6 +344,32 @@ fn python_pickles_in_the_subset_are_values() {
     );
 }
 
+/// A big integer within 64 bits is written as pylibmc writes an `int` (`str(12)`, flags 4);
+/// a wider one as its digits.
+#[test]
+fn big_integers_are_written_as_python_ints() {
+    let t = Transcoder::new(Codec::Pylibmc);
+    for digits in ["12", "-9223372036854775808", "18446744073709551616"] {
+        let got = t
+            .encode(&Value::BigInt(digits.into()), MAX)
+            .expect("encode");
+        assert_eq!(
+            (got.flags, got.bytes),
+            (4, digits.as_bytes().to_vec()),
+            "{digits}"
+        );
+    }
+}
+
+/// EXT1, EXT2 and EXT4 (copyreg's extension registry) take 1, 2 and 4 bytes of code: a valid
+/// pickle outside the subset, read to its STOP.
+#[test]
+fn extension_codes_are_read_past_and_foreign() {
+    for hex in ["8002820a2e", "8002830a002e", "8002840a0000002e"] {
+        assert_eq!(pickle::decode(&unhex(hex), MAX), Ok(None), "{hex}");
+    }
+}
+
 #[test]
 fn our_pickles_read_back_as_the_same_values() {
     let values = [
