@@ -116,3 +116,27 @@ pub(super) fn gcvt(f: f64, exp_char: char) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What PHP 8.2 printed: `json_encode([0.00001, 1.5e25, -2.5e-10, 1e17, 1e18, 0.0001])` is
+    /// `[1.0e-5,1.5e+25,-2.5e-10,1.0e+17,1.0e+18,0.0001]`, and `serialize` of 0.00001 and
+    /// 1.5e25 writes `d:1.0E-5;` and `d:1.5E+25;`.
+    #[test]
+    fn exponents_carry_their_sign() {
+        for (f, json) in [
+            (0.00001, "1.0e-5"),
+            (1.5e25, "1.5e+25"),
+            (-2.5e-10, "-2.5e-10"),
+            (1e17, "1.0e+17"),
+            (1e18, "1.0e+18"),
+            (0.0001, "0.0001"),
+        ] {
+            assert_eq!(gcvt(f, 'e'), json, "{f}");
+        }
+        assert_eq!(gcvt(0.00001, 'E'), "1.0E-5");
+        assert_eq!(gcvt(1.5e25, 'E'), "1.5E+25");
+    }
+}

@@ -189,6 +189,19 @@ fn typed_numbers_convert_only_where_exact() {
     assert!(f64::from_value(Value::Int((1 << 53) + 1)).is_err());
 }
 
+/// A payload of exactly the largest value size decodes; one byte more is too large.
+#[test]
+fn a_payload_of_exactly_the_limit_decodes() {
+    assert_eq!(
+        decode(Codec::Raw, 0, b"abcd", 4),
+        Ok(Value::Bytes(b"abcd".to_vec()))
+    );
+    assert!(matches!(
+        decode(Codec::Raw, 0, b"abcde", 4),
+        Err(ValueError::TooLarge { size: 5, max: 4 })
+    ));
+}
+
 #[test]
 fn spymemcached_numbers_zero_extend() {
     let d = |flags, p: &[u8]| decode(Codec::Spymemcached, flags, p, 100);

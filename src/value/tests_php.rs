@@ -941,6 +941,16 @@ fn a_zstd_prefix_that_disagrees_says_which_way() {
     );
 }
 
+/// The compressed bit without a method bit (zlib 0x20, FastLZ 0x40, zstd 0x80) names no way to
+/// decompress: refused as malformed, never tried as one of them.
+#[test]
+fn compressed_without_a_method_is_malformed() {
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 0x10, b"\x05\0\0\0hello", MAX),
+        Err(ValueError::Malformed { detail, .. }) if detail.contains("without a compression method")
+    ));
+}
+
 /// A frame under 256 bytes says its size in one byte behind the single-segment bit (0x20):
 /// read. A frame with neither that bit nor a size flag has no content size: refused.
 #[test]
@@ -1022,6 +1032,17 @@ fn json_and_serialize_nest_512_arrays_deep() {
         }
         assert!(
             matches!(php(&nested(513), &o), Err(ValueError::Unsupported { .. })),
+            "{serializer:?}"
+        );
+        // Objects count as arrays do: `{"a":{"a":…1}}`.
+        let mut j = serde_json::json!(1);
+        for _ in 0..512 {
+            j = serde_json::json!({ "a": j });
+        }
+        assert!(php(&Value::Json(j.clone()), &o).is_ok(), "{serializer:?}");
+        let deeper = Value::Json(serde_json::json!({ "a": j }));
+        assert!(
+            matches!(php(&deeper, &o), Err(ValueError::Unsupported { .. })),
             "{serializer:?}"
         );
     }
