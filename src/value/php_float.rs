@@ -139,4 +139,12 @@ mod tests {
         assert_eq!(gcvt(0.00001, 'E'), "1.0E-5");
         assert_eq!(gcvt(1.5e25, 'E'), "1.5E+25");
     }
+
+    /// `serialize([INF, -INF, NAN])` in PHP 8.2: `a:3:{i:0;d:INF;i:1;d:-INF;i:2;d:NAN;}`.
+    #[test]
+    fn infinities_and_nan_as_serialize_writes_them() {
+        assert_eq!(gcvt(f64::INFINITY, 'E'), "INF");
+        assert_eq!(gcvt(f64::NEG_INFINITY, 'E'), "-INF");
+        assert_eq!(gcvt(f64::NAN, 'E'), "NAN");
+    }
 }

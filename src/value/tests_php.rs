@@ -951,28 +951,40 @@ fn compressed_without_a_method_is_malformed() {
     ));
 }
 
-/// A frame under 256 bytes says its size in one byte behind the single-segment bit (0x20):
-/// read. A frame with neither that bit nor a size flag has no content size: refused.
+/// A frame under 256 bytes says its size in one byte behind the single-segment bit (0x20);
+/// a larger one may say it in two bytes (size flag 1) after a window descriptor: both read. A
+/// frame with neither that bit nor a size flag has no content size: refused.
 #[test]
-fn a_single_segment_zstd_frame_has_its_size() {
-    // Magic, descriptor, [size 5], one raw last block of 5 bytes (RFC 8878, 3.1.1).
-    let frame = |descriptor: u8, size: &[u8]| {
-        let mut p = 5u32.to_le_bytes().to_vec();
+fn a_zstd_frame_says_its_size_either_way() {
+    // Magic, descriptor, [window], [size], one raw last block (RFC 8878, 3.1.1).
+    let frame = |descriptor: u8, size: &[u8], content: &[u8]| {
+        let mut p = (content.len() as u32).to_le_bytes().to_vec();
         p.extend([0x28, 0xb5, 0x2f, 0xfd, descriptor]);
         if descriptor & 0x20 == 0 {
-            p.push(0x58); // window descriptor: 1 MiB
+            p.push(0x00); // window descriptor: 1 KiB
         }
         p.extend(size);
-        p.extend([(5 << 3) | 1, 0, 0]);
-        p.extend(b"hello");
+        p.extend(&((content.len() as u32) << 3 | 1).to_le_bytes()[..3]);
+        p.extend(content);
         p
     };
     assert_eq!(
-        decode(Codec::PhpMemcached, 0x90, &frame(0x20, &[5]), MAX),
+        decode(Codec::PhpMemcached, 0x90, &frame(0x20, &[5], b"hello"), MAX),
         Ok(Value::String("hello".into()))
     );
+    // Size flag 1: two bytes holding the size less 256.
+    let text = "x".repeat(300);
+    assert_eq!(
+        decode(
+            Codec::PhpMemcached,
+            0x90,
+            &frame(0x40, &[44, 0], text.as_bytes()),
+            MAX
+        ),
+        Ok(Value::String(text))
+    );
     assert!(matches!(
-        decode(Codec::PhpMemcached, 0x90, &frame(0x00, &[]), MAX),
+        decode(Codec::PhpMemcached, 0x90, &frame(0x00, &[], b"hello"), MAX),
         Err(ValueError::Decompress { detail, .. }) if detail.contains("without a content size")
     ));
 }
