@@ -465,7 +465,7 @@ fn hostile_marshal_is_refused_without_allocating() {
     assert!(bad(m("04073000")).contains("not Marshal 4.8"));
     assert!(bad(m("0408305a")).contains("1 bytes after"));
     assert!(bad(m("04085b06400a")).contains("a link to object 5"));
-    assert!(bad(m("04083b00")).contains("a link to symbol 0"));
+    assert!(bad(m("04083b00")).contains("a link to symbol 0 at byte 2, 0 were read"));
     assert!(bad(m("04086c3f066100")).contains("bignum sign"));
     assert!(bad(m("04086606786978")).contains("not a number"));
     // An Array that links itself: a valid recursive structure, outside the subset.
@@ -544,6 +544,23 @@ fn marshal_depth_counts_every_container() {
     };
     assert_eq!(marshal::decode(&dumps(128), MAX), Ok(None));
     assert!(bad(marshal::decode(&dumps(129), MAX)).contains("nested deeper than 128"));
+    // The same for `C` (a user subclass), and for Hashes nested as keys (`{h => 0}`).
+    let subclasses = |n: usize| {
+        let mut m = vec![4, 8];
+        m.extend(std::iter::repeat_n(*b"C:\x06A", n).flatten());
+        m.push(b'0');
+        m
+    };
+    assert_eq!(marshal::decode(&subclasses(128), MAX), Ok(None));
+    assert!(bad(marshal::decode(&subclasses(129), MAX)).contains("nested deeper than 128"));
+    let keys = |n: usize| {
+        let mut m = vec![4, 8];
+        m.extend(std::iter::repeat_n([b'{', 6], n).flatten());
+        m.extend(std::iter::repeat_n(b'0', n + 1));
+        m
+    };
+    assert!(marshal::decode(&keys(128), MAX).is_ok());
+    assert!(bad(marshal::decode(&keys(129), MAX)).contains("nested deeper than 128"));
     // A String whose `E` ivar holds n nested Arrays: the innermost `0` is n + 1 levels down.
     let ivar = |n: usize| {
         let mut m = vec![4, 8, b'I', b'"', 6, b'x', 6, b':', 6, b'E'];
@@ -575,6 +592,11 @@ fn marshal_depth_counts_every_container() {
 #[test]
 fn marshal_string_encodings() {
     let m = |hex: &str| marshal::decode(&unhex(hex), MAX);
+    // [2**64 - 1]: a bignum that fits a u64 is a JSON number.
+    assert_eq!(
+        m("04085b066c2b09ffffffffffffffff"),
+        Ok(Some(Value::Json(json!([u64::MAX]))))
+    );
     // "ab" (`I`, 1 ivar, :E => true); then :E => true, :E => false.
     assert_eq!(
         m("04084922076162063a064554"),
