@@ -357,6 +357,11 @@ fn json_is_ruby_json_dump_text() {
         "[100.0,1.0e+15,100000000000000.0,1.0e+16,0.001,0.0001,1.0e-05,1.5e-07,5.0e-324,\
          1.7976931348623157e+308,0.1,12345.678,123456789012345.6,9.007199254740992e+15]"
     );
+    // JSON.dump([-5, 5, 2**64 - 1, -1.5]): integers as integers at any size.
+    assert_eq!(
+        dump(Value::Json(json!([-5, 5, u64::MAX, -1.5]))),
+        "[-5,5,18446744073709551615,-1.5]"
+    );
     // JSON.dump("a\"b\\c\n\t\b\f\r\x01\x1f\x7f/é\u2028"), and of "é".b (binary, valid UTF-8).
     assert_eq!(
         dump(Value::String(
@@ -596,6 +601,11 @@ fn marshal_string_encodings() {
     assert_eq!(
         m("04085b066c2b09ffffffffffffffff"),
         Ok(Some(Value::Json(json!([u64::MAX]))))
+    );
+    // Marshal.dump([2**64 - 1]) writes it as a bignum of four 16-bit words; we write the same.
+    assert_eq!(
+        marshal::encode(&Value::Json(json!([u64::MAX]))),
+        Ok(unhex("04085b066c2b09ffffffffffffffff"))
     );
     // "ab" (`I`, 1 ivar, :E => true); then :E => true, :E => false.
     assert_eq!(

@@ -370,6 +370,39 @@ fn extension_codes_are_read_past_and_foreign() {
     }
 }
 
+/// LONG_BINPUT memoizes under a 4-byte id; LONG4 integers read up to 4,096 bytes; a big
+/// integer to write is digits with an optional `-`, nothing Python's `int()` would also take.
+#[test]
+fn pickle_memo_ids_int_sizes_and_digits() {
+    // K 1, LONG_BINPUT 0, POP... : 1 memoized under id 0, then read back with LONG_BINGET 0.
+    assert_eq!(
+        pickle::decode(
+            &unhex(
+                "80024b01720000000030 6a000000002e"
+                    .replace(' ', "")
+                    .as_str()
+            ),
+            MAX
+        ),
+        Ok(Some(Value::Int(1)))
+    );
+    let long4 = |n: usize| {
+        let mut p = vec![0x80, 2, 0x8b];
+        p.extend((n as u32).to_le_bytes());
+        p.extend(std::iter::repeat_n(0x11, n));
+        p.push(b'.');
+        pickle::decode(&p, MAX)
+    };
+    assert!(matches!(long4(4096), Ok(Some(Value::BigInt(_)))));
+    assert!(bad(long4(4097)).contains("an integer of 4097 bytes"));
+    for digits in ["+5", "1_000", "", "-"] {
+        assert!(
+            pickle::encode(&Value::BigInt(digits.into())).is_err(),
+            "{digits:?}"
+        );
+    }
+}
+
 #[test]
 fn our_pickles_read_back_as_the_same_values() {
     let values = [
