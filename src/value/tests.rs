@@ -252,6 +252,15 @@ fn json_scalars_are_typed_and_big_ints_exact() {
     ));
 }
 
+/// A transcoder made from a codec is that codec's, with its default options.
+#[test]
+fn a_transcoder_from_a_codec_is_that_codecs() {
+    for codec in [Codec::Pylibmc, Codec::Dalli, Codec::Raw] {
+        assert_eq!(Transcoder::from(codec).codec(), codec);
+        assert_eq!(Transcoder::from(codec), Transcoder::new(codec));
+    }
+}
+
 #[test]
 fn codec_names_round_trip() {
     for c in Codec::ALL {
