@@ -202,6 +202,18 @@ fn a_payload_of_exactly_the_limit_decodes() {
     ));
 }
 
+/// A `+` sign is read and dropped; a big integer keeps no `+` and no leading zeros.
+#[test]
+fn decimal_integers_take_a_plus() {
+    assert_eq!(decimal_integer(b"+5"), Some(Value::Int(5)));
+    assert_eq!(
+        decimal_integer(b"+0099999999999999999999"),
+        Some(Value::BigInt("99999999999999999999".into()))
+    );
+    assert_eq!(decimal_integer(b"+"), None);
+    assert_eq!(decimal_integer(b"+-5"), None);
+}
+
 #[test]
 fn spymemcached_numbers_zero_extend() {
     let d = |flags, p: &[u8]| decode(Codec::Spymemcached, flags, p, 100);

@@ -607,6 +607,23 @@ fn marshal_string_encodings() {
         marshal::encode(&Value::Json(json!([u64::MAX]))),
         Ok(unhex("04085b066c2b09ffffffffffffffff"))
     );
+    // Equal floats: a flonum (1.5, -1.5) is one object, written once and then linked; a heap
+    // float (1e300, -0.0) is written each time. Bytes from Ruby 3.1.2's `Marshal.dump`.
+    for (floats, ruby) in [
+        (json!([1.5, 1.5]), "04085b076608312e354006"),
+        (json!([-1.5, -1.5]), "04085b0766092d312e354006"),
+        (
+            json!([1e300, 1e300]),
+            "04085b07660a3165333030660a3165333030",
+        ),
+        (json!([-0.0, -0.0]), "04085b0766072d3066072d30"),
+    ] {
+        assert_eq!(
+            marshal::encode(&Value::Json(floats)),
+            Ok(unhex(ruby)),
+            "{ruby}"
+        );
+    }
     // "ab" (`I`, 1 ivar, :E => true); then :E => true, :E => false.
     assert_eq!(
         m("04084922076162063a064554"),

@@ -658,6 +658,8 @@ fn php_serialize_reads_the_subset_and_keeps_the_rest_foreign() {
         (b"a:1:{i:0;N;", "'}' expected"),
         (b"s:1:\"a", "'\"' expected"),
         (b"", "a value expected at byte 0"),
+        (b"i:;", "an integer expected at byte 2"),
+        (b"i:1x;", "an integer expected at byte 2"),
         (b"s::\"\";", "a length expected at byte 2"),
         (b"s:1x:\"a\";", "a length expected at byte 2"),
     ] {

@@ -386,6 +386,17 @@ fn pickle_memo_ids_int_sizes_and_digits() {
         ),
         Ok(Some(Value::Int(1)))
     );
+    // Protocol 0: INT 1, PUT 0, POP, GET 0 (ids as decimal lines).
+    assert_eq!(
+        pickle::decode(b"I1\np0\n0g0\n.", MAX),
+        Ok(Some(Value::Int(1)))
+    );
+    // SETITEMS of an odd count; BINSTRING (a Python 2 str: outside the subset).
+    assert!(bad(pickle::decode(b"\x80\x02}(K\x01u.", MAX)).contains("SETITEMS of odd items"));
+    assert_eq!(
+        pickle::decode(b"\x80\x02T\x01\x00\x00\x00a.", MAX),
+        Ok(None)
+    );
     let long4 = |n: usize| {
         let mut p = vec![0x80, 2, 0x8b];
         p.extend((n as u32).to_le_bytes());

@@ -614,3 +614,53 @@ fn check(b: &[u8], max: usize) -> Read<bool> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph() -> Graph {
+        Graph {
+            own: Vec::new(),
+            head: Vec::new(),
+            edges: Vec::new(),
+            shared: HashSet::new(),
+            counted: HashMap::new(),
+        }
+    }
+
+    /// `n` nodes, each holding the next and 10 scalar bytes: the first's expansion is 11 × n
+    /// bytes, `n` levels deep.
+    fn chain(n: usize) -> (Graph, u32) {
+        let mut g = graph();
+        let mut inner: Vec<Item> = Vec::new();
+        for _ in 0..n {
+            let mut items = inner.clone();
+            items.push(Item::scalar(10));
+            inner = vec![g.node(&items).expect("node")];
+        }
+        (g, inner[0].v)
+    }
+
+    /// The budget is the most an expansion may reach: exactly it passes, a byte less fails.
+    #[test]
+    fn an_expansion_of_exactly_the_budget_passes() {
+        let (mut g, root) = chain(3);
+        assert_eq!(g.expand(root, 0, 33), Ok(Some((33, 3))));
+        let (mut g, root) = chain(3);
+        assert!(g.expand(root, 0, 32).is_err());
+    }
+
+    /// Nodes down to depth `MAX_DEPTH` expand (the caller then judges the levels); one deeper
+    /// is refused by the walk itself, before it recurses further.
+    #[test]
+    fn the_walk_goes_exactly_max_depth_deep() {
+        let (mut g, root) = chain(MAX_DEPTH + 1);
+        assert_eq!(
+            g.expand(root, 0, u64::MAX).map(|e| e.map(|(_, l)| l)),
+            Ok(Some(MAX_DEPTH + 1))
+        );
+        let (mut g, root) = chain(MAX_DEPTH + 2);
+        assert!(g.expand(root, 0, u64::MAX).is_err());
+    }
+}
