@@ -158,6 +158,10 @@ fn pylibmc_ints_follow_python() {
     assert_eq!(d(4, b"+7"), Ok(Value::Int(7)));
     assert_eq!(d(4, b"4_2"), Ok(Value::Int(42)));
     assert!(d(4, b"4__2").is_err());
+    // Python's int() refuses an underscore at either end, after the sign too.
+    for p in [&b"_5"[..], b"5_", b"-_5", b"+_5", b"-5_"] {
+        assert!(d(4, p).is_err(), "{}", String::from_utf8_lossy(p));
+    }
     assert!(d(4, b"3.14").is_err());
     assert!(d(4, b"").is_err());
     assert_eq!(
@@ -212,6 +216,52 @@ fn decimal_integers_take_a_plus() {
     );
     assert_eq!(decimal_integer(b"+"), None);
     assert_eq!(decimal_integer(b"+-5"), None);
+}
+
+/// Limits include their value: a PHP length prefix of exactly the maximum decodes, and an
+/// encoded value of exactly the maximum is stored.
+#[test]
+fn sizes_of_exactly_the_maximum_pass() {
+    let plain = vec![b'a'; 3000];
+    let stored = php_fastlz(&plain);
+    assert_eq!(
+        decode(Codec::PhpMemcached, 0x50, &stored, 3000),
+        Ok(Value::String("a".repeat(3000)))
+    );
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 0x50, &stored, 2999),
+        Err(ValueError::TooLarge { size: 3000, .. })
+    ));
+    let t = Transcoder::new(Codec::Raw);
+    assert!(t.encode(&Value::Bytes(plain.clone()), 3000).is_ok());
+    assert!(matches!(
+        t.encode(&Value::Bytes(plain), 2999),
+        Err(ValueError::TooLarge { size: 3000, .. })
+    ));
+}
+
+/// Names as errors print them.
+#[test]
+fn codecs_and_compressions_display_their_names() {
+    assert_eq!(Codec::PhpMemcached.to_string(), "php-memcached");
+    assert_eq!(Codec::Pylibmc.to_string(), "pylibmc");
+    assert_eq!(compress::Compression::Zstd.to_string(), "zstd");
+    assert_eq!(compress::Compression::FastLz.to_string(), "FastLZ");
+}
+
+/// Conversions between transcoders and to `i128` keep what they were given.
+#[test]
+fn conversions_keep_their_input() {
+    let t = Transcoder::new(Codec::Dalli).with_dalli(DalliOptions {
+        serializer: DalliSerializer::Json,
+        ..DalliOptions::default()
+    });
+    assert_eq!(Transcoder::from(&t), t);
+    assert_eq!(i128::from_value(Value::Int(-5)), Ok(-5));
+    assert_eq!(
+        i128::from_value(Value::BigInt("18446744073709551616".into())),
+        Ok(1 << 64)
+    );
 }
 
 #[test]

@@ -558,6 +558,15 @@ fn marshal_depth_counts_every_container() {
     };
     assert_eq!(marshal::decode(&subclasses(128), MAX), Ok(None));
     assert!(bad(marshal::decode(&subclasses(129), MAX)).contains("nested deeper than 128"));
+    // A Hash with a default (`}`): the default is one level down too.
+    let defaults = |n: usize| {
+        let mut m = vec![4, 8];
+        m.extend(std::iter::repeat_n([b'}', 0], n).flatten());
+        m.push(b'0');
+        m
+    };
+    assert!(marshal::decode(&defaults(128), MAX).is_ok());
+    assert!(bad(marshal::decode(&defaults(129), MAX)).contains("nested deeper than 128"));
     let keys = |n: usize| {
         let mut m = vec![4, 8];
         m.extend(std::iter::repeat_n([b'{', 6], n).flatten());
@@ -624,6 +633,18 @@ fn marshal_string_encodings() {
             "{ruby}"
         );
     }
+    // "é" marked US-ASCII (:E => false) is not text Ruby would hand out as such: outside.
+    assert_eq!(
+        m("04084922 07c3a9063a064546".replace(' ', "").as_str()),
+        Ok(None)
+    );
+    // A Float spelled `infinity` (Ruby writes `inf`): not a number Ruby wrote.
+    assert!(bad(m("0408660d696e66696e697479")).contains("not a number"));
+    // Marshal.dump(9999999999999999999): 19 digits, a bignum of four words.
+    assert_eq!(
+        marshal::encode(&Value::BigInt("9999999999999999999".into())),
+        Ok(unhex("04086c2b09ffffe7890423c78a"))
+    );
     // "ab" (`I`, 1 ivar, :E => true); then :E => true, :E => false.
     assert_eq!(
         m("04084922076162063a064554"),

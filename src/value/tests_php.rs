@@ -987,6 +987,11 @@ fn a_zstd_frame_says_its_size_either_way() {
         ),
         Ok(Value::String(text))
     );
+    // The prefix alone: a frame that is not there.
+    assert!(matches!(
+        decode(Codec::PhpMemcached, 0x90, b"\x05\0\0\0", MAX),
+        Err(ValueError::Decompress { detail, .. }) if detail == "not a zstd frame"
+    ));
     assert!(matches!(
         decode(Codec::PhpMemcached, 0x90, &frame(0x00, &[], b"hello"), MAX),
         Err(ValueError::Decompress { detail, .. }) if detail.contains("without a content size")

@@ -397,6 +397,29 @@ fn pickle_memo_ids_int_sizes_and_digits() {
         pickle::decode(b"\x80\x02T\x01\x00\x00\x00a.", MAX),
         Ok(None)
     );
+    // INT of exactly 10,000 digits passes the length check (what reads it may refuse it on
+    // other grounds); 10,001 do not.
+    let int = |n: usize| {
+        let mut p = b"I".to_vec();
+        p.extend(std::iter::repeat_n(b'7', n));
+        p.extend(b"\n.");
+        pickle::decode(&p, 1 << 20)
+    };
+    assert!(
+        !format!("{:?}", int(10_000)).contains("digits"),
+        "{:?}",
+        int(10_000)
+    );
+    assert!(bad(int(10_001)).contains("a number of 10001 digits"));
+    // DICT of an odd count refused, of two read; an empty FROZENSET and NEWOBJ_EX's three
+    // items are valid pickles outside the subset.
+    assert!(bad(pickle::decode(b"(K\x01d.", MAX)).contains("a dict of odd items"));
+    assert!(pickle::decode(b"(K\x01K\x02d.", MAX).is_ok());
+    assert_eq!(pickle::decode(b"\x80\x04(\x91.", MAX), Ok(None));
+    assert_eq!(
+        pickle::decode(b"\x80\x04K\x01K\x02K\x03\x92.", MAX),
+        Ok(None)
+    );
     let long4 = |n: usize| {
         let mut p = vec![0x80, 2, 0x8b];
         p.extend((n as u32).to_le_bytes());
