@@ -645,6 +645,11 @@ fn marshal_string_encodings() {
         marshal::encode(&Value::BigInt("9999999999999999999".into())),
         Ok(unhex("04086c2b09ffffe7890423c78a"))
     );
+    // Marshal.dump(10**20): 21 digits, beyond a u64.
+    assert_eq!(
+        marshal::encode(&Value::BigInt("100000000000000000000".into())),
+        Ok(unhex("04086c2b0a000010632d5ec76b0500"))
+    );
     // "ab" (`I`, 1 ivar, :E => true); then :E => true, :E => false.
     assert_eq!(
         m("04084922076162063a064554"),
