@@ -645,6 +645,12 @@ fn marshal_string_encodings() {
         marshal::encode(&Value::BigInt("9999999999999999999".into())),
         Ok(unhex("04086c2b09ffffe7890423c78a"))
     );
+    // Digits of every length to 200 read back as written.
+    for n in 20..=200 {
+        let digits: String = (0..n).map(|i| char::from(b'1' + (i % 9) as u8)).collect();
+        let m = marshal::encode(&Value::BigInt(digits.clone())).expect("encode");
+        assert_eq!(marshal::decode(&m, MAX), Ok(Some(Value::BigInt(digits))));
+    }
     // Marshal.dump(10**20): 21 digits, beyond a u64.
     assert_eq!(
         marshal::encode(&Value::BigInt("100000000000000000000".into())),
