@@ -462,11 +462,13 @@ fn hostile_marshal_is_refused_without_allocating() {
     );
     // A String announcing 1000 bytes within MAX, 3 there: truncated.
     assert!(bad(m("04082202e803616263")).contains("declares 1000"));
-    assert!(bad(m("04085bfc00000080")).contains("negative length")); // -2^31
+    assert!(bad(m("04085bfc00000080")).contains("negative length (-2147483648) at byte 3"));
+    // `I` in a symbol's place must wrap a symbol (`I:`), not a String.
+    assert!(bad(m("04086f492206410000")).contains("a symbol expected at byte 3, found 0x49"));
     // Truncated, an unknown type byte, another version, a tail, links to nothing.
     assert!(bad(m("04085b07")).contains("declares 2, more than the 0 bytes left"));
     assert!(bad(m("04085b0669")).contains("truncated"));
-    assert!(bad(m("040878")).contains("unknown type byte 0x78"));
+    assert!(bad(m("040878")).contains("unknown type byte 0x78 at byte 2"));
     assert!(bad(m("04073000")).contains("not Marshal 4.8"));
     assert!(bad(m("0408305a")).contains("1 bytes after"));
     assert!(bad(m("04085b06400a")).contains("a link to object 5"));
@@ -567,6 +569,15 @@ fn marshal_depth_counts_every_container() {
     };
     assert!(marshal::decode(&defaults(128), MAX).is_ok());
     assert!(bad(marshal::decode(&defaults(129), MAX)).contains("nested deeper than 128"));
+    // Hashes nested as values (`{nil => h}`).
+    let values = |n: usize| {
+        let mut m = vec![4, 8];
+        m.extend(std::iter::repeat_n([b'{', 6, b'0'], n).flatten());
+        m.push(b'0');
+        m
+    };
+    assert!(marshal::decode(&values(128), MAX).is_ok());
+    assert!(bad(marshal::decode(&values(129), MAX)).contains("nested deeper than 128"));
     let keys = |n: usize| {
         let mut m = vec![4, 8];
         m.extend(std::iter::repeat_n([b'{', 6], n).flatten());
