@@ -543,49 +543,31 @@ fn hostile_marshal_is_refused_without_allocating() {
 /// them around a `0` read, 129 do not; a bignum of exactly the limit's bytes reads.
 #[test]
 fn marshal_depth_counts_every_container() {
-    let dumps = |n: usize| {
+    // `n` times `open` before `0`, then `n` times `close`: the innermost `0` is n levels down.
+    let nest = |open: &[u8], close: &[u8], n: usize| {
         let mut m = vec![4, 8];
-        m.extend(std::iter::repeat_n(*b"U:\x06A", n).flatten());
+        m.extend(open.repeat(n));
         m.push(b'0');
+        m.extend(close.repeat(n));
         m
     };
-    assert_eq!(marshal::decode(&dumps(128), MAX), Ok(None));
-    assert!(bad(marshal::decode(&dumps(129), MAX)).contains("nested deeper than 128"));
-    // The same for `C` (a user subclass), and for Hashes nested as keys (`{h => 0}`).
-    let subclasses = |n: usize| {
-        let mut m = vec![4, 8];
-        m.extend(std::iter::repeat_n(*b"C:\x06A", n).flatten());
-        m.push(b'0');
-        m
-    };
-    assert_eq!(marshal::decode(&subclasses(128), MAX), Ok(None));
-    assert!(bad(marshal::decode(&subclasses(129), MAX)).contains("nested deeper than 128"));
-    // A Hash with a default (`}`): the default is one level down too.
-    let defaults = |n: usize| {
-        let mut m = vec![4, 8];
-        m.extend(std::iter::repeat_n([b'}', 0], n).flatten());
-        m.push(b'0');
-        m
-    };
-    assert!(marshal::decode(&defaults(128), MAX).is_ok());
-    assert!(bad(marshal::decode(&defaults(129), MAX)).contains("nested deeper than 128"));
-    // Hashes nested as values (`{nil => h}`).
-    let values = |n: usize| {
-        let mut m = vec![4, 8];
-        m.extend(std::iter::repeat_n([b'{', 6, b'0'], n).flatten());
-        m.push(b'0');
-        m
-    };
-    assert!(marshal::decode(&values(128), MAX).is_ok());
-    assert!(bad(marshal::decode(&values(129), MAX)).contains("nested deeper than 128"));
-    let keys = |n: usize| {
-        let mut m = vec![4, 8];
-        m.extend(std::iter::repeat_n([b'{', 6], n).flatten());
-        m.extend(std::iter::repeat_n(b'0', n + 1));
-        m
-    };
-    assert!(marshal::decode(&keys(128), MAX).is_ok());
-    assert!(bad(marshal::decode(&keys(129), MAX)).contains("nested deeper than 128"));
+    for (open, close, what) in [
+        (&b"U:\x06A"[..], &b""[..], "marshal_dump"),
+        (b"C:\x06A", b"", "a user subclass"),
+        (b"}\x00", b"", "a Hash's default"),
+        (b"{\x06\x30", b"", "a Hash's value"),
+        (b"{\x06", b"0", "a Hash's key"),
+    ] {
+        assert!(
+            marshal::decode(&nest(open, close, 128), MAX).is_ok(),
+            "{what}"
+        );
+        assert!(
+            bad(marshal::decode(&nest(open, close, 129), MAX)).contains("nested deeper than 128"),
+            "{what}"
+        );
+    }
+    assert_eq!(marshal::decode(&nest(b"U:\x06A", b"", 128), MAX), Ok(None));
     // A String whose `E` ivar holds n nested Arrays: the innermost `0` is n + 1 levels down.
     let ivar = |n: usize| {
         let mut m = vec![4, 8, b'I', b'"', 6, b'x', 6, b':', 6, b'E'];
