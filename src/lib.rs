@@ -33,7 +33,7 @@
 //! let client = Client::builder().server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?.build()?;
 //! assert_eq!(client.set("k", "v", std::time::Duration::from_secs(300))?, StoreOutcome::Stored);
 //! let values = client.get_multi(&["k", "other"]); // one request per server, in parallel
-//! assert_eq!(values[0].as_ref().unwrap().as_ref().unwrap().value, b"v");
+//! assert_eq!(values[0].as_ref().unwrap().as_ref().unwrap().value, "v");
 //! # Ok::<(), memshard::Error>(())
 //! ```
 //!
@@ -141,7 +141,9 @@ pub mod watch;
 pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::hotkeys::{HotKey, HotKeys};
-pub use crate::outcome::{CacheAsideStats, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+pub use crate::outcome::{
+    Bytes, CacheAsideStats, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome,
+};
 pub use crate::ring::{hash, servers};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -1,11 +1,18 @@
 //! What commands return: values and the outcome of each kind of command.
 
+pub use bytes::Bytes;
+
 /// A value read from memcached.
+///
+/// The value is a [`Bytes`]: a reply's values share the buffer they were read into, so a
+/// multi-get of a hundred keys makes no allocation per value. A value kept for long keeps
+/// that buffer (at least 16 KiB) alive too; `Bytes::copy_from_slice(&item.value)` keeps just
+/// the value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Item {
     /// The value's bytes.
-    pub value: Vec<u8>,
+    pub value: Bytes,
     /// The client flags stored with it.
     pub flags: u32,
     /// The CAS unique (`gets`, `gats`).
@@ -18,9 +25,14 @@ impl Item {
     /// ```
     /// let item = memshard::Item::new(b"hi".to_vec(), 0, None);
     /// assert_eq!(item.text(), Some("hi"));
+    /// assert_eq!(item.value, b"hi"[..]);
     /// ```
-    pub fn new(value: Vec<u8>, flags: u32, cas: Option<u64>) -> Item {
-        Item { value, flags, cas }
+    pub fn new(value: impl Into<Bytes>, flags: u32, cas: Option<u64>) -> Item {
+        Item {
+            value: value.into(),
+            flags,
+            cas,
+        }
     }
 
     /// The value as UTF-8 text, if it is.

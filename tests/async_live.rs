@@ -315,7 +315,7 @@ async fn interop_with_the_blocking_client() {
             .unwrap()
             .as_ref()
             .expect("blocking-written key missing");
-        assert_eq!((item.value.as_slice(), item.flags), (v.as_bytes(), 5));
+        assert_eq!((&item.value[..], item.flags), (v.as_bytes(), 5));
         read += 1;
     }
     for (k, v) in from_blocking.iter().take(50) {
@@ -338,7 +338,7 @@ async fn interop_with_the_blocking_client() {
             .unwrap()
             .as_ref()
             .expect("async-written key missing");
-        assert_eq!((item.value.as_slice(), item.flags), (v.as_bytes(), 6));
+        assert_eq!((&item.value[..], item.flags), (v.as_bytes(), 6));
         read += 1;
     }
     assert_eq!(got.len(), from_blocking.len());
@@ -482,14 +482,14 @@ async fn cancelled_over(protocol: memshard::Protocol) {
                         }
                         4..=7 => {
                             if let Some(item) = c2.get(&key).await? {
-                                read.push((k, item.value));
+                                read.push((k, item.value.to_vec()));
                             }
                         }
                         _ => {
                             let got = c2.get_multi(&multi_keys).await;
                             for (j, r) in got.into_iter().enumerate() {
                                 if let Some(item) = r? {
-                                    read.push((multi[j], item.value));
+                                    read.push((multi[j], item.value.to_vec()));
                                 }
                             }
                         }

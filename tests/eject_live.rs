@@ -781,7 +781,7 @@ fn without_ejection_dead_server_fails_fast_then_comes_back() {
             client.set(k, "back", Expiry::NEVER).unwrap(),
             StoreOutcome::Stored
         );
-        assert_eq!(client.get(k).unwrap().unwrap().value, b"back");
+        assert_eq!(client.get(k).unwrap().unwrap().value, &b"back"[..]);
     }
     for k in &dead_keys {
         assert_eq!(
@@ -996,7 +996,7 @@ fn auto_eject_serves_every_key_while_a_server_is_stopped() {
             client.set(k, "after", Expiry::NEVER).unwrap(),
             StoreOutcome::Stored
         );
-        assert_eq!(client.get(k).unwrap().unwrap().value, b"after");
+        assert_eq!(client.get(k).unwrap().unwrap().value, &b"after"[..]);
     }
     let held = mems[stopped].text().get_many(&stopped_keys);
     let back_on_owner = stopped_keys

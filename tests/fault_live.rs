@@ -769,7 +769,7 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
         // the next request gets a fresh connection and its own, right reply
         assert_eq!(
             client.get("k").unwrap().unwrap().value,
-            b"right",
+            &b"right"[..],
             "after reply {i}"
         );
     }
@@ -783,7 +783,7 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
         matches!(&r, Err(Error::Timeout { server: s, op: "read", after }) if *s == server && *after == Duration::from_millis(300)),
         "a truncated reply on an open connection: {r:?}"
     );
-    assert_eq!(client.get("k").unwrap().unwrap().value, b"right");
+    assert_eq!(client.get("k").unwrap().unwrap().value, &b"right"[..]);
     let after = p.state.connections.load(Ordering::SeqCst);
     assert_eq!(
         after - before,
@@ -798,7 +798,10 @@ fn malformed_replies_are_protocol_errors_and_drop_the_connection() {
         matches!(&r, Err(Error::Io { server: s, kind: ErrorKind::UnexpectedEof, .. }) if *s == server),
         "a reply cut short by a closed connection: {r:?}"
     );
-    assert_eq!(client.get("other").unwrap().unwrap().value, b"other-value");
+    assert_eq!(
+        client.get("other").unwrap().unwrap().value,
+        &b"other-value"[..]
+    );
     println!(
         "malformed replies: {} Protocol errors with their own detail, 1 read Timeout (cut short, open), 1 Io UnexpectedEof (cut short, closed); {} connections dropped",
         hostile.len(),
@@ -845,7 +848,7 @@ fn malformed_meta_replies_are_protocol_errors_and_drop_the_connection() {
         }
         assert_eq!(
             client.get("k").unwrap().unwrap().value,
-            b"right",
+            &b"right"[..],
             "after reply {i} {what:?}"
         );
     }
@@ -861,7 +864,10 @@ fn malformed_meta_replies_are_protocol_errors_and_drop_the_connection() {
         matches!(&r, Err(Error::Io { server: s, kind: ErrorKind::UnexpectedEof, .. }) if *s == server),
         "a reply cut short by a closed connection: {r:?}"
     );
-    assert_eq!(client.get("other").unwrap().unwrap().value, b"other-value");
+    assert_eq!(
+        client.get("other").unwrap().unwrap().value,
+        &b"other-value"[..]
+    );
 }
 
 /// A get that finds every pooled connection busy fails with a Pool error (not a server
@@ -911,8 +917,8 @@ fn an_exhausted_pool_answers_within_its_checkout_timeout() {
         );
         m.signal("CONT");
         // the holder's own reply, then the connection is back in the pool
-        assert_eq!(holder.join().unwrap().unwrap().unwrap().value, b"v");
+        assert_eq!(holder.join().unwrap().unwrap().unwrap().value, &b"v"[..]);
     });
-    assert_eq!(client.get("k").unwrap().unwrap().value, b"v");
+    assert_eq!(client.get("k").unwrap().unwrap().value, &b"v"[..]);
     println!("pool exhausted: Pool error (exhausted) while the only connection was held");
 }

@@ -266,7 +266,7 @@ fn watchers_follow_a_server_file_and_a_dns_name() {
     let _ = std::fs::remove_file(&file);
     // the client works on the servers the watcher gave it
     client.set("watched", "yes", Expiry::NEVER).unwrap();
-    assert_eq!(client.get("watched").unwrap().unwrap().value, b"yes");
+    assert_eq!(client.get("watched").unwrap().unwrap().value, &b"yes"[..]);
     let holders: Vec<String> = ms
         .iter()
         .filter(|m| m.raw_get(b"watched").is_some())

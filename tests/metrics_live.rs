@@ -35,7 +35,7 @@ fn metrics_match_server_stats() {
         // 600 hits, 300 misses
         let got = client.get(format!("m:{i}")).unwrap();
         assert_eq!(
-            got.map(|item| item.value),
+            got.map(|item| item.value.to_vec()),
             (i < 600).then(|| b"v".to_vec()),
             "m:{i}"
         );

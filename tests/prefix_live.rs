@@ -256,7 +256,7 @@ fn check(env: &Env, case: &str, wire_prefix: &str, keys: &[String], s: Settings)
     for (k, (addr, value)) in keys.iter().zip(&stored) {
         if let Some(item) = m.get(k).expect("memshard get") {
             f.hits += 1;
-            if &item.value == value {
+            if item.value == value {
                 f.right_value += 1;
             }
         }

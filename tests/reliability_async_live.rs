@@ -178,7 +178,7 @@ async fn healthy_keys_keep_flowing_after_an_unreachable_server_is_added() {
                             ring.server_for(k.as_bytes()).is_some_and(|s| s.addr == d)
                         });
                         match (on_dead, c.get(k).await) {
-                            (false, Ok(Some(v))) if v.value == b"v" => p.ok += 1,
+                            (false, Ok(Some(v))) if v.value == b"v"[..] => p.ok += 1,
                             (
                                 true,
                                 Err(

@@ -497,7 +497,7 @@ fn an_exhausted_pool_is_a_typed_error_and_a_returned_connection_wakes_a_waiter()
         assert!(!r.as_ref().unwrap_err().is_server_failure());
         assert!(client.down_servers().is_empty());
         p.state.set(Mode::Pass);
-        assert_eq!(holder.join().unwrap().unwrap().unwrap().value, b"v");
+        assert_eq!(holder.join().unwrap().unwrap().unwrap().value, &b"v"[..]);
     });
 
     // a waiter gets the connection given back
@@ -523,9 +523,9 @@ fn an_exhausted_pool_is_a_typed_error_and_a_returned_connection_wakes_a_waiter()
             sleeping("pool-waiter")
         });
         p.state.set(Mode::Pass);
-        assert_eq!(holder.join().unwrap().unwrap().unwrap().value, b"v");
+        assert_eq!(holder.join().unwrap().unwrap().unwrap().value, &b"v"[..]);
         let (r, waited) = waiter.join().unwrap();
         println!("waiter for the only connection got it after {waited:?}");
-        assert_eq!(r.unwrap().unwrap().value, b"v");
+        assert_eq!(r.unwrap().unwrap().value, &b"v"[..]);
     });
 }

@@ -426,7 +426,7 @@ fn counters_count_once(old: &Client, new: &Client) {
     for c in &names {
         assert_eq!(route.incr(c, 1).expect("incr"), Some(101), "{c}");
         assert_eq!(
-            route.get(c).expect("get").map(|i| i.value),
+            route.get(c).expect("get").map(|i| i.value.to_vec()),
             Some(b"101".to_vec()),
             "{c}"
         );

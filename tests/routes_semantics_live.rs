@@ -221,7 +221,7 @@ impl Api {
 
     /// The value through the route (panics on an error).
     fn value(&self, k: &str) -> Option<Vec<u8>> {
-        ok(self.get(k), format!("get {k}")).map(|i| i.value)
+        ok(self.get(k), format!("get {k}")).map(|i| i.value.to_vec())
     }
 
     fn gets(&self, k: &str) -> Result<Option<RouteItem>> {
@@ -416,7 +416,7 @@ fn warm_up(which: Which, base: u8) {
     api.pool_set(Second, &k, "old-v", 7);
     let st0 = api.stats();
     let item = ok(api.get(&k), "get").expect("the old pool's value");
-    assert_eq!((item.value.as_slice(), item.flags), (&b"old-v"[..], 7));
+    assert_eq!((&item.value[..], item.flags), (&b"old-v"[..], 7));
     assert_eq!(
         raw(on_new(&k), &k),
         some("old-v"),
@@ -621,7 +621,7 @@ fn warm_up(which: Which, base: u8) {
     let k = next();
     api.pool_set(Second, &k, "old-g", 0);
     let got = ok(api.gets(&k), "gets").expect("the old pool's value");
-    assert_eq!(got.item.value, b"old-g");
+    assert_eq!(got.item.value, &b"old-g"[..]);
     assert_eq!(got.token.pool, First, "the token is the new pool's");
     assert_eq!(got.token.server, api.owner(First, &k));
     assert_eq!(Some(got.token.unique), got.item.cas);
@@ -766,7 +766,7 @@ fn warm_up(which: Which, base: u8) {
         } else {
             None
         };
-        let item = item.map(|i| (String::from_utf8(i.value).expect("UTF-8"), i.flags));
+        let item = item.map(|i| (String::from_utf8(i.value.to_vec()).expect("UTF-8"), i.flags));
         assert_eq!(item, want, "get_multi {k}");
     }
     for k in &old_hits {
@@ -1063,7 +1063,7 @@ fn gutter(which: Which, base: u8) {
     let multi: Vec<String> = vk[0..3].iter().chain(&others[0..2]).cloned().collect();
     for (k, r) in multi.iter().zip(api.get_multi(&multi)) {
         assert_eq!(
-            ok(r, "get_multi").map(|i| i.value),
+            ok(r, "get_multi").map(|i| i.value.to_vec()),
             Some(b"v2".to_vec()),
             "{k}"
         );
@@ -1317,7 +1317,7 @@ fn mirror(which: Which, base: u8) {
     for (k, r) in vk[0..4].iter().zip(api.get_multi(&vk[0..4])) {
         let want: &[u8] = if k == &vk[0] { b"v1" } else { b"v2" };
         assert_eq!(
-            ok(r, "get_multi, a down").map(|i| i.value),
+            ok(r, "get_multi, a down").map(|i| i.value.to_vec()),
             Some(want.to_vec()),
             "{k}"
         );

@@ -123,7 +123,9 @@ fn hundred_threads(c: &Client, key: &str, go: &(dyn Fn() + Sync)) -> (u64, u64, 
                     Ok::<_, std::io::Error>(b"computed".to_vec())
                 });
                 match got {
-                    Ok(item) if item.value == b"computed" => right.fetch_add(1, Ordering::SeqCst),
+                    Ok(item) if item.value == b"computed"[..] => {
+                        right.fetch_add(1, Ordering::SeqCst)
+                    }
                     Ok(item) => panic!("wrong value {:?}", item.value),
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -263,7 +265,7 @@ fn a_thousand_async_tasks_recompute_a_missing_key_once() {
         let mut errors = 0;
         for t in tasks {
             match t.await.unwrap() {
-                Ok(item) => assert_eq!(item.value, b"computed"),
+                Ok(item) => assert_eq!(item.value, &b"computed"[..]),
                 Err(e) => {
                     eprintln!("{e}");
                     errors += 1
@@ -348,7 +350,7 @@ fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
          reads, errors = {counts:?}"
     );
     assert_eq!(counts, [1, 49, 1, 50, 0]);
-    assert_eq!(c.get(key).unwrap().unwrap().value, b"new");
+    assert_eq!(c.get(key).unwrap().unwrap().value, &b"new"[..]);
     assert_ttl(&m, key, 60);
     assert_eq!(
         c.invalidate("stampede:absent").unwrap(),
@@ -376,7 +378,7 @@ fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
                 Err::<Vec<u8>, _>(std::io::Error::other("recomputed with an hour left"))
             })
             .unwrap();
-        assert_eq!(got.value, b"v1");
+        assert_eq!(got.value, &b"v1"[..]);
     }
     assert_eq!(
         c.touch(key, Duration::from_secs(20)).unwrap(),
@@ -399,7 +401,7 @@ fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
                     let got = c.get_or_compute(key, Duration::from_secs(3600), || {
                         recomputes.fetch_add(1, Ordering::SeqCst);
                         // the old value is still stored: the refresh comes before expiry
-                        if c.get(key).unwrap().is_some_and(|i| i.value == b"v1") {
+                        if c.get(key).unwrap().is_some_and(|i| i.value == b"v1"[..]) {
                             still_there.fetch_add(1, Ordering::SeqCst);
                         }
                         wait_until("the 19 other readers served v1", || {
@@ -431,7 +433,7 @@ fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
          first served v2, errors = {counts:?}"
     );
     assert_eq!(counts, [1, 1, 19, 1, 0]);
-    assert_eq!(c.get(key).unwrap().unwrap().value, b"v2");
+    assert_eq!(c.get(key).unwrap().unwrap().value, &b"v2"[..]);
     // the refresh is stored for the hour asked, not for what was left of the old value
     assert_ttl(&m, key, 3600);
 }
@@ -460,7 +462,7 @@ fn a_killed_winners_lease_ends_and_another_caller_recomputes() {
         })
         .unwrap();
     assert_eq!(
-        (got.value.as_slice(), recomputes.into_inner()),
+        (&got.value[..], recomputes.into_inner()),
         (&b"recomputed"[..], 1)
     );
     // a wait shorter than the lease: the error says another caller holds it
@@ -506,7 +508,7 @@ fn a_failing_recompute_gives_the_lease_back() {
             Ok::<_, std::io::Error>(b"ok".to_vec())
         })
         .unwrap();
-    assert_eq!(got.value, b"ok");
+    assert_eq!(got.value, &b"ok"[..]);
 }
 
 #[test]
@@ -534,7 +536,7 @@ fn typed_values_are_stored_with_the_clients_codec() {
     assert_eq!(recomputes.into_inner(), 1);
     // stored as php-memcached stores an integer: flags 1 (MEMC_VAL_IS_LONG), decimal text
     let raw = c.get("stampede:typed").unwrap().unwrap();
-    assert_eq!((raw.flags, raw.value.as_slice()), (1, &b"42"[..]));
+    assert_eq!((raw.flags, &raw.value[..]), (1, &b"42"[..]));
 }
 
 #[test]
@@ -570,12 +572,12 @@ fn a_proxy_without_meta_gives_an_error_that_says_so() {
             Ok::<_, std::io::Error>(b"x".to_vec())
         })
         .expect("the recompute answers");
-    assert_eq!(item.value, b"x");
+    assert_eq!(item.value, &b"x"[..]);
     assert_eq!(lenient.cache_aside_stats().served_without_cache, 1);
     // the text protocol still works through it
     c.set("stampede:proxy", "v", Duration::from_secs(60))
         .unwrap();
-    assert_eq!(c.get("stampede:proxy").unwrap().unwrap().value, b"v");
+    assert_eq!(c.get("stampede:proxy").unwrap().unwrap().value, &b"v"[..]);
 }
 
 /// A hot key expiring again and again under 50 readers for 3 s, each recompute taking 50 ms:
@@ -611,10 +613,10 @@ fn a_hot_key_under_load_costs_one_backend_call_per_expiry() {
                             let got = c.get_or_compute(key, Duration::from_secs(2), || {
                                 Ok::<_, std::io::Error>(backend())
                             });
-                            got.is_ok_and(|i| i.value == b"value")
+                            got.is_ok_and(|i| i.value == b"value"[..])
                         } else {
                             match c.get(key) {
-                                Ok(Some(i)) => i.value == b"value",
+                                Ok(Some(i)) => i.value == b"value"[..],
                                 Ok(None) => c.set(key, backend(), Duration::from_secs(2)).is_ok(),
                                 Err(_) => false,
                             }

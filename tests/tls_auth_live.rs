@@ -92,7 +92,7 @@ async fn v1_client_certificate<C: Kind>(s: &Servers) {
         .unwrap_or_else(|e| panic!("{}: a version 1 client certificate: {e}", C::NAME));
     let key = format!("v1:{}", C::NAME);
     assert_eq!(c.set(&key, b"v1").await.unwrap(), StoreOutcome::Stored);
-    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"v1");
+    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, &b"v1"[..]);
     assert_eq!(s.mutual.raw_get(key.as_bytes()), Some(b"v1".to_vec()));
 }
 
@@ -117,12 +117,18 @@ async fn tls_name<C: Kind>(s: &Servers) {
     let c: C = client(&list, Some(ca().server_name(NAME)), None);
     let key = format!("tls_name:{}", C::NAME);
     assert_eq!(c.set(&key, b"named").await.unwrap(), StoreOutcome::Stored);
-    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"named");
+    assert_eq!(
+        c.get(&key).await.unwrap().expect("hit").value,
+        &b"named"[..]
+    );
 
     // without tls_name=, the name set for this server comes before the one for every server
     let per_server = ca().server_name(NAME).server_name_for(&addr, TLS_NAME);
     let c: C = client(&addr, Some(per_server), None);
-    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"named");
+    assert_eq!(
+        c.get(&key).await.unwrap().expect("hit").value,
+        &b"named"[..]
+    );
 
     // a tls_name= the certificate does not hold fails the handshake, as a name mismatch, even
     // where the names set in the configuration are right

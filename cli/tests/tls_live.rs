@@ -372,7 +372,7 @@ async fn error_cases<C: Kind>(s: &Shared, rows: &Mutex<Vec<Row>>) {
     let c: C = client(&s.tls_auth.addr(), Some(t()), Some(right_credentials()));
     let key = format!("tls:auth:{}", C::NAME);
     assert_eq!(c.set(&key, b"v").await.unwrap(), StoreOutcome::Stored);
-    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"v");
+    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, &b"v"[..]);
     rows.lock().unwrap().push(Row {
         case: "right credentials over TLS (-Z -Y)",
         client: C::NAME,
@@ -384,7 +384,7 @@ async fn error_cases<C: Kind>(s: &Shared, rows: &Mutex<Vec<Row>>) {
     // and the right credentials on plaintext -Y
     let c: C = client(&s.auth.addr(), None, Some(right_credentials()));
     assert_eq!(c.set(&key, b"w").await.unwrap(), StoreOutcome::Stored);
-    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, b"w");
+    assert_eq!(c.get(&key).await.unwrap().expect("hit").value, &b"w"[..]);
     // credentials given to a server without -Y: not sent (nothing stored under "auth"), served
     let c: C = client(&s.tls.addr(), Some(t()), Some(right_credentials()));
     assert_eq!(c.set(&key, b"x").await.unwrap(), StoreOutcome::Stored);
@@ -600,7 +600,7 @@ async fn cluster_roundtrip<C: Kind>(servers: &[Memcached], list: &str) {
         assert!(!mine.is_empty(), "no key on {}", m.addr());
         let alone: C = client(&m.addr(), Some(trust()), None);
         for (i, r) in alone.get_multi(&keys).await.into_iter().enumerate() {
-            let held = r.unwrap().map(|item| item.value);
+            let held = r.unwrap().map(|item| item.value.to_vec());
             let want = mine.contains(&i).then(|| items[i].1.clone());
             assert_eq!(held, want, "{} on {} (TLS, alone)", keys[i], m.addr());
         }
@@ -630,7 +630,12 @@ async fn cluster_roundtrip<C: Kind>(servers: &[Memcached], list: &str) {
     }
     for (i, r) in c.get_multi(&keys).await.into_iter().enumerate() {
         let want = (i % 2 == 1).then(|| items[i].1.clone());
-        assert_eq!(r.unwrap().map(|item| item.value), want, "{}", keys[i]);
+        assert_eq!(
+            r.unwrap().map(|item| item.value.to_vec()),
+            want,
+            "{}",
+            keys[i]
+        );
     }
     for m in servers {
         let raw = m.text().get_many(&keys);
@@ -651,7 +656,10 @@ async fn mutual_and_names<C: Kind>(s: &Shared) {
         .expect("client certificate");
     let m: C = client(&s.mutual.addr(), Some(tls), None);
     assert_eq!(m.set(&key, b"mutual").await.unwrap(), StoreOutcome::Stored);
-    assert_eq!(m.get(&key).await.unwrap().expect("hit").value, b"mutual");
+    assert_eq!(
+        m.get(&key).await.unwrap().expect("hit").value,
+        &b"mutual"[..]
+    );
     assert_eq!(s.mutual.raw_get(key.as_bytes()), Some(b"mutual".to_vec()));
 
     // 127.0.0.1 verified as cache.test
@@ -660,20 +668,26 @@ async fn mutual_and_names<C: Kind>(s: &Shared) {
         named.set(&key, b"named").await.unwrap(),
         StoreOutcome::Stored
     );
-    assert_eq!(named.get(&key).await.unwrap().expect("hit").value, b"named");
+    assert_eq!(
+        named.get(&key).await.unwrap().expect("hit").value,
+        &b"named"[..]
+    );
     // verified by its address (the default), which the certificate holds too
     let by_address = TlsConfig::new().ca_file(&c.ca).expect("the test CA file");
     let addressed: C = client(&s.local.addr(), Some(by_address), None);
     assert_eq!(
         addressed.get(&key).await.unwrap().expect("hit").value,
-        b"named"
+        &b"named"[..]
     );
     // a name for that server alone wins over the name for all
     let per_server = trust()
         .server_name("other.test")
         .server_name_for(s.local.addr(), NAME);
     let one: C = client(&s.local.addr(), Some(per_server), None);
-    assert_eq!(one.get(&key).await.unwrap().expect("hit").value, b"named");
+    assert_eq!(
+        one.get(&key).await.unwrap().expect("hit").value,
+        &b"named"[..]
+    );
 }
 
 /// Over TLS, keys land where they land over plaintext and values come back unchanged; mutual

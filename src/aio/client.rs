@@ -37,7 +37,7 @@ pub(crate) type ServerOf = Member<Pool>;
 ///     .read_timeout(Duration::from_millis(250))
 ///     .build()?; // inside a tokio runtime
 /// let _ = client.set("greeting", "hello", memshard::Expiry::NEVER).await?;
-/// assert_eq!(client.get("greeting").await?.unwrap().value, b"hello");
+/// assert_eq!(client.get("greeting").await?.unwrap().value, "hello");
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]

@@ -14,7 +14,7 @@ let main = Client::builder().server_list("127.0.0.1:11211\n127.0.0.1:11212")?.bu
 let gutter = Client::builder().server_list("127.0.0.1:11311")?.build()?;
 let route = Router::gutter(main, gutter, Duration::from_secs(60))?;
 route.set("k", "v", Duration::from_secs(300)).await?;
-assert_eq!(route.get("k").await?.unwrap().value, b"v");
+assert_eq!(route.get("k").await?.unwrap().value, "v");
 # Ok(())
 # }
 ```"#,

@@ -32,7 +32,7 @@ pub(crate) type ServerOf = Member<Pool>;
 /// use memshard::{Client, StoreOutcome};
 /// let client = Client::builder().server_list("127.0.0.1:11211 2\n127.0.0.1:11212 1")?.build()?;
 /// assert_eq!(client.set("k", "v", std::time::Duration::from_secs(300))?, StoreOutcome::Stored);
-/// assert_eq!(client.get("k")?.unwrap().value, b"v");
+/// assert_eq!(client.get("k")?.unwrap().value, "v");
 /// # Ok::<(), memshard::Error>(())
 /// ```
 #[derive(Clone)]

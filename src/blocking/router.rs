@@ -14,7 +14,7 @@ let old = Client::builder().server_list("127.0.0.1:11211\n127.0.0.1:11212")?.fla
 let new = Client::builder().server_list("127.0.0.1:11211\n127.0.0.1:11212")?.flavor(memshard::Flavor::Libmemcached).hash(memshard::KeyHash::Md5).build()?;
 let route = Router::warm_up(new, old, Duration::from_secs(3600));
 route.set("k", "v", Duration::from_secs(300))?;
-assert_eq!(route.get("k")?.unwrap().value, b"v");
+assert_eq!(route.get("k")?.unwrap().value, "v");
 println!("{:?}", route.stats());
 # Ok::<(), memshard::Error>(())
 ```"#

@@ -329,7 +329,7 @@ mod tests {
         let f = scripted(Duration::from_secs(3), &[]);
         f.fail("127.0.0.1:11211");
         let (item, _) = run(&f, || Ok("from the source"));
-        assert_eq!(item.expect("answered").value, b"from the source");
+        assert_eq!(item.expect("answered").value, &b"from the source"[..]);
         let stats = f.core().aside.snapshot();
         assert_eq!((stats.recomputes, stats.served_without_cache), (1, 1));
         let strict = Fake::new("127.0.0.1:11211", |b| {
@@ -347,7 +347,7 @@ mod tests {
         // protocol failure of the server
         let f = scripted(Duration::from_secs(3), &[WON]);
         let (item, sent) = run(&f, || Ok("fresh"));
-        assert_eq!(item.expect("answered").value, b"fresh", "{sent:?}");
+        assert_eq!(item.expect("answered").value, &b"fresh"[..], "{sent:?}");
         assert_eq!(f.core().aside.snapshot().served_without_cache, 1);
         let strict = Fake::new("127.0.0.1:11211", |b| {
             b.stampede(Stampede::default().recompute_when_down(false))
@@ -361,7 +361,7 @@ mod tests {
     fn the_lease_winner_recomputes_and_stores_under_the_lease() {
         let f = scripted(Duration::from_secs(3), &[WON, HD]);
         let (item, sent) = run(&f, || Ok("fresh"));
-        assert_eq!(item.unwrap().value, b"fresh");
+        assert_eq!(item.unwrap().value, &b"fresh"[..]);
         assert!(sent[0].starts_with("mg k "), "{sent:?}");
         assert!(sent[1].starts_with("ms k 5 ") && sent[1].contains(" C5 "));
     }
@@ -370,7 +370,7 @@ mod tests {
     fn a_caller_that_did_not_win_pauses_then_is_served_the_value() {
         let f = scripted(Duration::from_secs(3), &[WAIT, "VA 2 f0 c7 O{o}\r\nv1\r\n"]);
         let (item, sent) = run(&f, || unreachable!("only the winner recomputes"));
-        assert_eq!(item.unwrap().value, b"v1");
+        assert_eq!(item.unwrap().value, &b"v1"[..]);
         assert_eq!(f.pauses.lock().unwrap().len(), 1);
         assert_eq!(sent.len(), 2);
     }

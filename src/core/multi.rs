@@ -235,7 +235,7 @@ mod tests {
         batch.place_hits(&core, &mut out, 0, &mut ex, Some(&err));
         let got: Vec<Result<Option<Item>>> = out.into_iter().map(|o| o.expect("filled")).collect();
         assert!(
-            matches!(&got[0], Ok(Some(i)) if i.value == b"x"),
+            matches!(&got[0], Ok(Some(i)) if i.value == b"x"[..]),
             "{:?}",
             got[0]
         );

@@ -1,5 +1,10 @@
 //! The read buffer both connections use: received bytes not yet consumed, compacted in place,
-//! grown only when compaction frees too little, and released when it grew large.
+//! grown only when compaction frees too little, and released when it grew large. Values are
+//! handed out as [`Bytes`] that share it ([`ReadBuf::take`]): a reply of a hundred values is
+//! one allocation, not a hundred.
+
+use bytes::{Buf, Bytes, BytesMut};
+use std::ops::Range;
 
 /// Bytes asked of the socket per read at least.
 pub(crate) const READ_CHUNK: usize = 16 * 1024;
@@ -7,11 +12,12 @@ pub(crate) const READ_CHUNK: usize = 16 * 1024;
 /// it, and that memory should not stay with every pooled connection.
 const MAX_IDLE_BUFFER: usize = 256 * 1024;
 
-/// A connection's read buffer. Always initialized (zeroed once, when it grows), so the spare
-/// space can be handed to a plain `read`.
+/// A connection's read buffer. `buf.len()` is its initialized part (zeroed once, when it
+/// grows), so the spare space can be handed to a plain `read`; `buf` may share its allocation
+/// with values already taken, which own the bytes before it.
 #[derive(Debug)]
 pub(crate) struct ReadBuf {
-    buf: Vec<u8>,
+    buf: BytesMut,
     start: usize,
     end: usize,
 }
@@ -19,7 +25,7 @@ pub(crate) struct ReadBuf {
 impl Default for ReadBuf {
     fn default() -> Self {
         ReadBuf {
-            buf: vec![0; READ_CHUNK],
+            buf: BytesMut::zeroed(READ_CHUNK),
             start: 0,
             end: 0,
         }
@@ -42,6 +48,20 @@ impl ReadBuf {
         self.start = (self.start + n).min(self.end);
     }
 
+    /// The bytes `range` of [`ReadBuf::unread`], without a copy, and the first `used` bytes
+    /// consumed (`used` covers `range`). The value keeps the buffer's allocation alive; the
+    /// buffer goes on in the part after it, and a new allocation is made only when that part
+    /// runs short ([`ReadBuf::spare`]).
+    pub(crate) fn take(&mut self, range: Range<usize>, used: usize) -> Bytes {
+        let used = used.max(range.end).min(self.end - self.start);
+        let mut head = self.buf.split_to(self.start + used);
+        head.truncate(self.start + range.end.min(used));
+        head.advance((self.start + range.start).min(head.len()));
+        self.end -= self.start + used;
+        self.start = 0;
+        head.freeze()
+    }
+
     /// Room for the next read: at least a quarter chunk, after moving unconsumed bytes to the
     /// front, and growing only if that freed too little.
     pub(crate) fn spare(&mut self) -> &mut [u8] {
@@ -50,13 +70,20 @@ impl ReadBuf {
             self.end = 0;
         }
         if self.buf.len() - self.end < READ_CHUNK / 4 {
-            self.buf.copy_within(self.start..self.end, 0);
+            self.buf.advance(self.start);
             self.end -= self.start;
             self.start = 0;
-            if self.buf.len() - self.end < READ_CHUNK / 4 {
-                let grown = (self.buf.len() * 2).max(self.end + READ_CHUNK);
-                self.buf.resize(grown, 0);
+            self.buf.truncate(self.end);
+            // The same allocation, the unread bytes moved to its front, when no value taken
+            // from it is alive, that frees a quarter chunk, and no more is moved than was
+            // consumed (bytes' own rule: each move is paid for by the reads before it);
+            // otherwise a new one of at least a chunk, or twice what is unread (a large value
+            // arriving).
+            if !self.buf.try_reclaim(READ_CHUNK / 4) {
+                self.buf.reserve(self.end.max(READ_CHUNK));
             }
+            let cap = self.buf.capacity();
+            self.buf.resize(cap, 0);
         }
         &mut self.buf[self.end..]
     }
@@ -72,7 +99,7 @@ impl ReadBuf {
         self.start = 0;
         self.end = 0;
         if self.buf.len() > MAX_IDLE_BUFFER {
-            self.buf = vec![0; READ_CHUNK];
+            self.buf = BytesMut::zeroed(READ_CHUNK);
         }
     }
 }
@@ -101,9 +128,10 @@ mod tests {
         assert_eq!(rb.spare().len(), READ_CHUNK);
     }
 
-    /// Moving bytes costs a copy per read: only when less than a quarter chunk is free.
+    /// Moving bytes costs a copy per read: only when less than a quarter chunk is free, and
+    /// only when no more is moved than was consumed; otherwise the buffer grows.
     #[test]
-    fn unread_bytes_stay_in_place_while_a_quarter_chunk_is_free() {
+    fn unread_bytes_move_only_when_a_quarter_is_short_and_consumed_pays_for_it() {
         let mut rb = ReadBuf::default();
         rb.spare()[..100].fill(b'x');
         rb.filled(100);
@@ -115,14 +143,94 @@ mod tests {
         assert_eq!(rb.spare().len(), free, "exactly a quarter free: not moved");
         assert_eq!(rb.start, 50);
         rb.filled(1);
-        assert_eq!(rb.spare().len(), free - 1 + 50, "moved to the front");
-        assert_eq!((rb.start, rb.buf.len()), (0, READ_CHUNK), "and not grown");
-        // moved, and exactly a quarter free after the move: still not grown
+        // 50 consumed, 12,239 unread: moving would cost more than the reads paid, so it grows
+        let unread = rb.unread().len();
+        assert!(rb.spare().len() >= READ_CHUNK, "grown by a chunk at least");
+        assert_eq!((rb.start, rb.end), (0, unread));
+        assert_eq!(rb.unread()[..50], [b'x'; 50], "and kept its bytes");
+
+        // as much consumed as is unread, and a quarter free after the move: moved, not grown
         let mut rb = ReadBuf::default();
+        let at = rb.spare().as_ptr();
         rb.filled(READ_CHUNK - (READ_CHUNK / 4 - 1));
-        rb.consume(1);
-        assert_eq!(rb.spare().len(), READ_CHUNK / 4);
+        rb.consume(READ_CHUNK / 2);
+        let unread = rb.unread().len();
+        assert_eq!(rb.spare().len(), READ_CHUNK - unread);
         assert_eq!((rb.start, rb.buf.len()), (0, READ_CHUNK));
+        assert_eq!(rb.unread().as_ptr(), at, "the same allocation");
+    }
+
+    /// Fills the spare room with `bytes`.
+    fn put(rb: &mut ReadBuf, bytes: &[u8]) {
+        rb.spare()[..bytes.len()].copy_from_slice(bytes);
+        rb.filled(bytes.len());
+    }
+
+    /// A taken value is a slice of the buffer (no copy), what follows it stays unread, and the
+    /// reads after it never write over it: the buffer goes on after it, in a new allocation
+    /// once it runs short while the value lives.
+    #[test]
+    fn taken_values_share_the_buffer_and_survive_later_reads() {
+        let mut rb = ReadBuf::default();
+        put(&mut rb, b"VALUE k 0 5\r\nhello\r\nEND\r\n");
+        let base = rb.unread().as_ptr();
+        let v = rb.take(13..18, 20);
+        assert_eq!(v, &b"hello"[..]);
+        assert_eq!(v.as_ptr(), base.wrapping_add(13), "not copied");
+        assert_eq!(rb.unread(), b"END\r\n");
+        rb.consume(5);
+        let mut kept = vec![v];
+        for i in 0..(2 * READ_CHUNK / 7) {
+            let n = rb.spare().len().min(7);
+            rb.spare()[..n].fill(b'0' + (i % 10) as u8);
+            rb.filled(n);
+            kept.push(rb.take(0..n, n));
+        }
+        assert_eq!(kept[0], &b"hello"[..]);
+        for (i, v) in kept[1..].iter().enumerate() {
+            assert!(
+                v.iter().all(|&b| b == b'0' + (i % 10) as u8),
+                "value {i}: {v:?}"
+            );
+        }
+    }
+
+    /// Once the values taken are dropped, a short buffer takes its own allocation back
+    /// instead of making a new one.
+    #[test]
+    fn a_buffer_whose_values_are_gone_is_reused() {
+        let mut rb = ReadBuf::default();
+        let at = rb.spare().as_ptr();
+        let n = READ_CHUNK - READ_CHUNK / 8;
+        rb.filled(n);
+        drop(rb.take(0..10, n));
+        assert_eq!(rb.spare().len(), READ_CHUNK, "reclaimed whole");
+        assert_eq!(rb.spare().as_ptr(), at, "the same allocation");
+        rb.filled(n);
+        let alive = rb.take(0..10, n);
+        assert_eq!(rb.spare().len(), READ_CHUNK, "a new chunk");
+        assert_ne!(
+            rb.spare().as_ptr(),
+            at,
+            "the value's allocation is left to it"
+        );
+        assert_eq!(alive.len(), 10);
+    }
+
+    /// `used` short of the value's end still consumes the value; `used` past what was read
+    /// consumes what was read, and the value never reaches past it.
+    #[test]
+    fn take_clamps_to_the_value_and_to_what_was_read() {
+        let mut rb = ReadBuf::default();
+        put(&mut rb, b"abcdefgh");
+        rb.consume(1);
+        assert_eq!(rb.take(1..3, 2), &b"cd"[..]);
+        assert_eq!(rb.unread(), b"efgh");
+        assert_eq!(rb.take(2..10, 100), &b"gh"[..]);
+        assert!(rb.is_empty());
+        put(&mut rb, b"xy");
+        assert_eq!(rb.take(5..9, 9), &b""[..]);
+        assert!(rb.is_empty());
     }
 
     /// A buffer up to the idle limit is kept for the next request; a larger one is released.
@@ -135,7 +243,7 @@ mod tests {
             (MAX_IDLE_BUFFER + 1, READ_CHUNK),
         ] {
             let mut rb = ReadBuf {
-                buf: vec![0; size],
+                buf: BytesMut::zeroed(size),
                 start: 0,
                 end: 0,
             };

@@ -81,7 +81,7 @@ mod tests {
     }
 
     fn read(f: &Fake, copies: &Copies<crate::core::fake::NoPool>) -> Result<Option<Vec<u8>>> {
-        Ok(now(f, get(f, copies))?.map(|i| i.value))
+        Ok(now(f, get(f, copies))?.map(|i| i.value.to_vec()))
     }
 
     #[test]

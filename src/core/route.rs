@@ -143,6 +143,14 @@ impl<P> Core<P> {
             }
         };
         drop(hashed);
+        // Each group's vectors at their final size: growing them by pushes cost a reallocation
+        // per doubling, which a 100-key multi-get would pay per server.
+        let mut sizes = vec![0usize; view.members.len()];
+        for &i in &valid {
+            if let Some(n) = sizes.get_mut(owner[i]) {
+                *n += 1;
+            }
+        }
         let mut by_member: Vec<Option<Group<'k, P>>> = view.members.iter().map(|_| None).collect();
         for &i in &valid {
             let Some(wire) = wires[i].take() else {
@@ -154,8 +162,8 @@ impl<P> Core<P> {
             };
             let g = slot.get_or_insert_with(|| Group {
                 member: view.members[owner[i]].clone(),
-                idx: Vec::new(),
-                wire: Vec::new(),
+                idx: Vec::with_capacity(sizes[owner[i]]),
+                wire: Vec::with_capacity(sizes[owner[i]]),
             });
             g.idx.push(i);
             g.wire.push(wire);

@@ -742,7 +742,7 @@ mod tests {
         put(&pools[1], "k", "old");
         let route = Route::new(&pools, &state);
         let got = now(&pools[0], route.get(b"k")).unwrap();
-        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"old"[..]));
+        assert_eq!(got.map(|i| i.value.to_vec()).as_deref(), Some(&b"old"[..]));
         assert_eq!(
             pools[0].held("127.0.0.1:1", "k").as_deref(),
             Some(&b"old"[..])
@@ -772,7 +772,7 @@ mod tests {
         let got = now(&pools[0], route.get_multi(&["a", "b", "c"]));
         let values: Vec<Option<Vec<u8>>> = got
             .into_iter()
-            .map(|r| r.unwrap().map(|i| i.value))
+            .map(|r| r.unwrap().map(|i| i.value.to_vec()))
             .collect();
         assert_eq!(values, [Some(b"new".to_vec()), Some(b"old".to_vec()), None]);
         assert_eq!(
@@ -795,7 +795,7 @@ mod tests {
         // the main server holds the key for deletion when it is back
         assert_eq!(pools[0].core().down_servers().len(), 1);
         let got = now(&pools[0], route.get(b"k")).unwrap();
-        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"v"[..]));
+        assert_eq!(got.map(|i| i.value.to_vec()).as_deref(), Some(&b"v"[..]));
         let stats = state.counters.snapshot();
         assert!(
             stats.gutter_requests >= 2 && stats.gutter_hits == 1,
@@ -901,7 +901,7 @@ mod tests {
         // the new pool failing: the old copy answers
         pools[0].fail("127.0.0.1:1");
         let got = now(&pools[0], route.get(b"k")).unwrap();
-        assert_eq!(got.map(|i| i.value).as_deref(), Some(&b"old"[..]));
+        assert_eq!(got.map(|i| i.value.to_vec()).as_deref(), Some(&b"old"[..]));
     }
 
     /// `get_multi` after a failure of the first pool: in a gutter the other pool's miss is
@@ -910,7 +910,7 @@ mod tests {
     #[test]
     fn get_multi_after_a_failure_of_the_first_pool() {
         let value = |r: &Result<Option<Item>>| match r {
-            Ok(found) => Ok(found.as_ref().map(|i| i.value.clone())),
+            Ok(found) => Ok(found.as_ref().map(|i| i.value.to_vec())),
             Err(e) => Err(e.to_string()),
         };
         let (pools, state) = (pools(), gutter());

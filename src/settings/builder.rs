@@ -163,7 +163,7 @@ impl Settings {
 ///     .read_timeout(Duration::from_millis(250))
 ///     .build()?;
 /// let _ = client.set("greeting", "hello", memshard::Expiry::NEVER)?;
-/// assert_eq!(client.get("greeting")?.unwrap().value, b"hello");
+/// assert_eq!(client.get("greeting")?.unwrap().value, "hello");
 /// # Ok::<(), memshard::Error>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]

@@ -9,7 +9,8 @@ use super::{Value, ValueError};
 
 /// A Rust value a codec can store: `set_value(key, &value, expiry)`.
 ///
-/// Implemented for text (`str`, `String`), bytes (`[u8]`, `Vec<u8>`, [`Bytes`]), integers,
+/// Implemented for text (`str`, `String`), bytes (`[u8]`, `Vec<u8>`, [`Bytes`],
+/// [`bytes::Bytes`]), integers,
 /// floats, `bool`, `Option<T>` (`None` is null), [`Value`], `serde_json::Value`, and with the
 /// `serde` feature any `Serialize` type through [`Json`].
 pub trait ToValue {
@@ -113,6 +114,20 @@ impl FromValue for Vec<u8> {
 impl FromValue for Bytes {
     fn from_value(value: Value) -> Result<Self, ValueError> {
         Vec::from_value(value).map(Bytes)
+    }
+}
+
+impl ToValue for bytes::Bytes {
+    fn to_value(&self) -> Result<Value, ValueError> {
+        self[..].to_value()
+    }
+}
+
+/// Bytes as [`Item::value`](crate::Item::value) holds them: the decoded bytes, not copied
+/// again.
+impl FromValue for bytes::Bytes {
+    fn from_value(value: Value) -> Result<Self, ValueError> {
+        Vec::from_value(value).map(bytes::Bytes::from)
     }
 }
 

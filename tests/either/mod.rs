@@ -96,7 +96,7 @@ impl Api {
             #[cfg(feature = "async")]
             Api::Async(c, rt) => rt.block_on(c.get(k)),
         };
-        r.ok().flatten().map(|i| i.value)
+        r.ok().flatten().map(|i| i.value.to_vec())
     }
 
     pub fn down(&self) -> Vec<Server> {

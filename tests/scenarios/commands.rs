@@ -49,7 +49,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
     assert_eq!(on.raw_get(k.as_bytes()).as_deref(), Some(&b"v1"[..]));
     let item = m.get(k).await.unwrap().unwrap();
     assert_eq!(
-        (item.value.as_slice(), item.flags, item.cas),
+        (&item.value[..], item.flags, item.cas),
         (&b"v1"[..], 7, None)
     );
     assert_eq!(m.append(k, "+a").await.unwrap(), StoreOutcome::Stored);
@@ -65,7 +65,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
     // cas: a conflict, a success, a missing key
     let first = m.gets(k).await.unwrap().unwrap();
     let cas = first.cas.expect("gets returns a cas unique");
-    assert_eq!(first.value, b"p+v1+a");
+    assert_eq!(first.value, &b"p+v1+a"[..]);
     assert_eq!(
         m.cas_raw(k, "c1", 9, Expiry::NEVER, cas).await.unwrap(),
         StoreOutcome::Stored
@@ -77,7 +77,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
     );
     assert_eq!(on.raw_get(k.as_bytes()).as_deref(), Some(&b"c1"[..]));
     let second = m.gets(k).await.unwrap().unwrap();
-    assert_eq!((second.value.as_slice(), second.flags), (&b"c1"[..], 9));
+    assert_eq!((&second.value[..], second.flags), (&b"c1"[..], 9));
     assert_ne!(second.cas, Some(cas), "a write changes the cas unique");
     assert_eq!(
         m.cas("outcomes:absent", "c", Expiry::NEVER, 1)
@@ -110,11 +110,11 @@ pub async fn outcomes_of_every_command<C: Api>() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((got.value.as_slice(), got.cas), (&b"r"[..], None));
+    assert_eq!((&got.value[..], got.cas), (&b"r"[..], None));
     let t = ttl(on, k).unwrap();
     assert!((1001..=100_000).contains(&t), "gat 100000: ttl {t}");
     let got = m.gats(k, Duration::from_secs(5000)).await.unwrap().unwrap();
-    assert_eq!(got.value, b"r");
+    assert_eq!(got.value, &b"r"[..]);
     assert!(got.cas.is_some(), "gats returns a cas unique");
     let t = ttl(on, k).unwrap();
     assert!((1..=5000).contains(&t), "gats 5000: ttl {t}");
@@ -144,7 +144,7 @@ pub async fn outcomes_of_every_command<C: Api>() {
         assert!(matches!(r, Err(Error::Server { .. })), "{r:?}");
     }
     // the connection stays usable after a server-side refusal
-    assert_eq!(m.get(text).await.unwrap().unwrap().value, b"abc");
+    assert_eq!(m.get(text).await.unwrap().unwrap().value, &b"abc"[..]);
 
     // values byte for byte: every byte value (CR, LF, NUL included), empty, extreme flags
     let binary: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
@@ -156,12 +156,12 @@ pub async fn outcomes_of_every_command<C: Api>() {
         StoreOutcome::Stored
     );
     let got = m.get(b).await.unwrap().unwrap();
-    assert_eq!((got.value.as_slice(), got.flags), (&binary[..], u32::MAX));
+    assert_eq!((&got.value[..], got.flags), (&binary[..], u32::MAX));
     assert_eq!(owner(b).raw_get(b.as_bytes()), Some(binary));
     m.set("outcomes:empty", "", Expiry::NEVER).await.unwrap();
     assert_eq!(
         m.get("outcomes:empty").await.unwrap().unwrap().value,
-        b"",
+        &b""[..],
         "an empty value is a hit"
     );
     // a key of 250 bytes (the longest allowed), UTF-8 keys
@@ -285,7 +285,7 @@ pub async fn invalid_keys_and_values_are_refused_before_anything_is_sent<C: Api>
         .unwrap();
     assert_eq!(
         m.get("survivor").await.unwrap().unwrap().value,
-        b"still here"
+        &b"still here"[..]
     );
     assert!(p.state.to_server_bytes.load(Ordering::SeqCst) > 0);
 }
@@ -361,7 +361,7 @@ pub async fn multi_key_operations_across_four_servers<C: Api>() {
             (Some(None), Ok(None)) => {}
             (Some(Some(v)), Ok(Some(item))) => {
                 assert_eq!(
-                    (item.value.as_slice(), item.flags, item.cas),
+                    (&item.value[..], item.flags, item.cas),
                     (v.as_bytes(), 3, None),
                     "{k}"
                 );
@@ -459,7 +459,7 @@ pub async fn large_values_round_trip<C: Api>() {
     }
     assert_placed(&refs(&c.servers), &m.ring(), &many, same, same);
     m.set("small", "s", Expiry::NEVER).await.unwrap();
-    assert_eq!(m.get("small").await.unwrap().unwrap().value, b"s");
+    assert_eq!(m.get("small").await.unwrap().unwrap().value, &b"s"[..]);
 }
 
 /// A prefix is sent in front of every key and not hashed (the owner is the plain key's), unless
@@ -898,11 +898,7 @@ pub async fn set_multi_noreply_stores_and_reports_server_errors<C: ParityApi>() 
     let keys: Vec<&str> = items.iter().map(|(k, _)| k.as_str()).collect();
     for ((k, v), got) in items.iter().zip(m.get_multi(&keys).await) {
         let item = got.unwrap().unwrap_or_else(|| panic!("{k} missing"));
-        assert_eq!(
-            (item.value.as_slice(), item.flags),
-            (v.as_bytes(), 5),
-            "{k}"
-        );
+        assert_eq!((&item.value[..], item.flags), (v.as_bytes(), 5), "{k}");
     }
     let empty: [(&str, &str); 0] = [];
     assert!(

@@ -343,8 +343,11 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
     assert!(matches!(r, Err(Error::Timeout { op: "read", .. })), "{r:?}");
     s.signal("CONT");
     // the stalled incr's late reply (1001) went to a connection that was dropped
-    assert_eq!(m.get("other").await.unwrap().unwrap().value, b"other-value");
-    assert_eq!(m.get("counter").await.unwrap().unwrap().value, b"1001");
+    assert_eq!(
+        m.get("other").await.unwrap().unwrap().value,
+        &b"other-value"[..]
+    );
+    assert_eq!(m.get("counter").await.unwrap().unwrap().value, &b"1001"[..]);
     assert_eq!(m.incr("counter", 1).await.unwrap(), Some(1002));
 
     // a stalled proxy
@@ -366,8 +369,11 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
         "{r:?}"
     );
     p.state.set(Mode::Pass);
-    assert_eq!(m.get("k").await.unwrap().unwrap().value, b"v");
-    assert_eq!(m.get("other").await.unwrap().unwrap().value, b"other-value");
+    assert_eq!(m.get("k").await.unwrap().unwrap().value, &b"v"[..]);
+    assert_eq!(
+        m.get("other").await.unwrap().unwrap().value,
+        &b"other-value"[..]
+    );
 
     // a malformed reply is a Protocol error and drops the connection
     let before = p.state.connections.load(Ordering::SeqCst);
@@ -377,6 +383,6 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
     ));
     let r = m.get("k").await;
     assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
-    assert_eq!(m.get("k").await.unwrap().unwrap().value, b"v");
+    assert_eq!(m.get("k").await.unwrap().unwrap().value, &b"v"[..]);
     assert_eq!(p.state.connections.load(Ordering::SeqCst), before + 1);
 }

@@ -110,7 +110,7 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
     for i in 0..450 {
         let got = m.get(format!("m:{i}")).await.unwrap();
         assert_eq!(
-            got.map(|item| item.value),
+            got.map(|item| item.value.to_vec()),
             (i < 300).then(|| b"v".to_vec()),
             "m:{i}"
         );

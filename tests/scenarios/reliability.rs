@@ -119,7 +119,7 @@ async fn idle_close<C: Api>(fill: Fill) {
     })
     .await;
     let (errors, kinds) = until_first_success(async || match c.get(key).await? {
-        Some(item) if item.value == b"v" => Ok(()),
+        Some(item) if item.value == b"v"[..] => Ok(()),
         other => panic!("get after the idle close: {other:?}"),
     })
     .await;
@@ -130,7 +130,7 @@ async fn idle_close<C: Api>(fill: Fill) {
         C::NAME
     );
     for _ in 0..2 * POOL {
-        assert_eq!(c.get(key).await.unwrap().unwrap().value, b"v");
+        assert_eq!(c.get(key).await.unwrap().unwrap().value, &b"v"[..]);
     }
     assert!(c.down_servers().is_empty(), "a healthy server marked down");
 }
@@ -243,7 +243,7 @@ async fn closed_under<C: Api>(harmful: &[&str]) {
             "get" => c
                 .get("k")
                 .await
-                .is_ok_and(|v| v.is_some_and(|i| i.value == b"v")),
+                .is_ok_and(|v| v.is_some_and(|i| i.value == b"v"[..])),
             "gets" => c
                 .gets("k")
                 .await
@@ -367,11 +367,15 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
         for next in ["get", "add", "get_multi", "set"] {
             let what = format!("{:?} then {next}", String::from_utf8_lossy(stray));
             // a request first: the stray bytes then wait on a pooled connection
-            assert_eq!(c.get(key).await.unwrap().unwrap().value, b"right", "{what}");
+            assert_eq!(
+                c.get(key).await.unwrap().unwrap().value,
+                &b"right"[..],
+                "{what}"
+            );
             let conns = p.state.connections.load(Ordering::SeqCst);
             p.state.push_to_client(stray);
             let r = match next {
-                "get" => c.get(key).await.map(|v| v.map(|i| i.value)),
+                "get" => c.get(key).await.map(|v| v.map(|i| i.value.to_vec())),
                 "add" => c
                     .add(key, "x", Expiry::NEVER)
                     .await
@@ -380,7 +384,7 @@ pub async fn stray_bytes_between_replies_are_never_taken_as_a_reply<C: Api>() {
                     .get_multi(&[key])
                     .await
                     .remove(0)
-                    .map(|v| v.map(|i| i.value)),
+                    .map(|v| v.map(|i| i.value.to_vec())),
                 _ => c
                     .set(key, "right", Expiry::NEVER)
                     .await
@@ -420,7 +424,7 @@ pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
         for op in ["get", "add"] {
             p.state.append_next(stray);
             let outcome = match op {
-                "get" => c.get("k").await.map(|v| v.map(|i| i.value)),
+                "get" => c.get("k").await.map(|v| v.map(|i| i.value.to_vec())),
                 _ => c
                     .add("k", "x", Expiry::NEVER)
                     .await
@@ -435,7 +439,7 @@ pub async fn stray_bytes_read_with_a_reply_never_make_a_wrong_answer<C: Api>() {
                     C::NAME
                 ),
             }
-            assert_eq!(c.get("k").await.unwrap().unwrap().value, b"right");
+            assert_eq!(c.get("k").await.unwrap().unwrap().value, &b"right"[..]);
         }
     }
 }
@@ -467,7 +471,7 @@ pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Ap
             "{}: {what:?}: {r:?}",
             C::NAME
         );
-        assert_eq!(c.get(key).await.unwrap().unwrap().value, b"right");
+        assert_eq!(c.get(key).await.unwrap().unwrap().value, &b"right"[..]);
         assert_eq!(
             p.state.connections.load(Ordering::SeqCst),
             conns + 1,
@@ -487,6 +491,6 @@ pub async fn a_reply_that_cannot_belong_to_the_request_is_a_protocol_error<C: Ap
         C::NAME
     );
     // the set itself reached the server; only its reply was replaced
-    assert_eq!(c.get(key).await.unwrap().unwrap().value, b"x");
+    assert_eq!(c.get(key).await.unwrap().unwrap().value, &b"x"[..]);
     assert_eq!(m.raw_get(key.as_bytes()).as_deref(), Some(&b"x"[..]));
 }

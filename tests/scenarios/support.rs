@@ -86,7 +86,7 @@ pub async fn wait_for(what: &str, mut done: impl AsyncFnMut() -> bool) -> Durati
 #[track_caller]
 pub fn value(r: &memshard::Result<Option<Item>>, what: &str) -> Vec<u8> {
     match r {
-        Ok(Some(item)) => item.value.clone(),
+        Ok(Some(item)) => item.value.to_vec(),
         other => panic!("{what}: expected a value, got {other:?}"),
     }
 }

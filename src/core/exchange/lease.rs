@@ -265,13 +265,13 @@ mod tests {
         assert!(matches!(waiting, Lookup::Pending { stale: None }));
         let stale_won = looked_up("VA 3 f0 c6 O{o} X W\r\nold\r\n").unwrap();
         assert!(
-            matches!(stale_won, Lookup::Won { cas: 6, current: Some(ref i) } if i.value == b"old")
+            matches!(stale_won, Lookup::Won { cas: 6, current: Some(ref i) } if i.value == b"old"[..])
         );
         let stale = looked_up("VA 3 f0 c6 O{o} Z X\r\nold\r\n").unwrap();
-        assert!(matches!(stale, Lookup::Pending { stale: Some(ref i) } if i.value == b"old"));
+        assert!(matches!(stale, Lookup::Pending { stale: Some(ref i) } if i.value == b"old"[..]));
         // early recache: another caller refreshes, this one is served the current value
         let early = looked_up("VA 2 f0 c7 O{o} Z\r\nv1\r\n").unwrap();
-        assert!(matches!(early, Lookup::Fresh(ref i) if i.value == b"v1"));
+        assert!(matches!(early, Lookup::Fresh(ref i) if i.value == b"v1"[..]));
         let fresh = looked_up("VA 2 f3 c7 O{o}\r\nv1\r\n").unwrap();
         assert!(matches!(fresh, Lookup::Fresh(ref i) if i.flags == 3));
         // a win without the CAS to store with, or a miss (vivify never misses): not memcached

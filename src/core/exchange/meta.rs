@@ -152,8 +152,23 @@ pub(crate) fn read_one(rb: &mut ReadBuf, ctx: &Ctx, opaque: u32, command: &str) 
     }
 }
 
-/// The item of a `VA` reply carrying client flags (and the CAS if `cas`).
+/// The item of a `VA` reply carrying client flags (and the CAS if `cas`), its value copied
+/// out of `buf`.
 pub(crate) fn item(r: &MetaReply, buf: &[u8], cas: bool, ctx: &Ctx) -> Result<crate::Item> {
+    let (data, flags, cas) = item_parts(r, cas, ctx)?;
+    Ok(crate::Item::new(
+        bytes::Bytes::copy_from_slice(&buf[data]),
+        flags,
+        cas,
+    ))
+}
+
+/// The value's place in the reply, the client flags and the CAS (if `cas`) of a `VA` reply.
+pub(crate) fn item_parts(
+    r: &MetaReply,
+    cas: bool,
+    ctx: &Ctx,
+) -> Result<(std::ops::Range<usize>, u32, Option<u64>)> {
     let (Some(flags), Some(data)) = (r.tokens.flags, r.data.clone()) else {
         return Err(Error::protocol(
             ctx.server,
@@ -163,11 +178,7 @@ pub(crate) fn item(r: &MetaReply, buf: &[u8], cas: bool, ctx: &Ctx) -> Result<cr
     if cas && r.tokens.cas.is_none() {
         return Err(Error::protocol(ctx.server, "mg value without its CAS"));
     }
-    Ok(crate::Item {
-        value: buf[data].to_vec(),
-        flags,
-        cas: r.tokens.cas.filter(|_| cas),
-    })
+    Ok((data, flags, r.tokens.cas.filter(|_| cas)))
 }
 
 /// The opaque token of `r` as the number we sent, if it is one.

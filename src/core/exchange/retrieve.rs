@@ -189,12 +189,10 @@ impl Exchange for Retrieve<'_> {
                         return Err(not_asked(k, batch, ctx.server));
                     };
                     self.next += at;
-                    self.hits[base + self.next] = Some(Item {
-                        value: bytes[data].to_vec(),
-                        flags,
-                        cas,
-                    });
+                    self.hits[base + self.next] = Some(Item::new(rb.take(data, used), flags, cas));
                     self.next += 1;
+                    // consumed by the take: a value is never the last line of a reply
+                    continue;
                 }
                 RetrievalItem::End => {
                     self.start = self.end;
@@ -291,9 +289,9 @@ impl Retrieve<'_> {
                             format!("one of the keys' tokens from {}", base as usize + self.next);
                         return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
                     };
-                    self.hits[at] = Some(meta::item(&r, bytes, self.cas, ctx)?);
+                    let (data, flags, cas) = meta::item_parts(&r, self.cas, ctx)?;
+                    self.hits[at] = Some(Item::new(rb.take(data, used), flags, cas));
                     self.next = at + 1;
-                    rb.consume(used);
                     if !quiet {
                         self.start = self.keys.len();
                         return Ok(Step::Done(()));
@@ -467,7 +465,7 @@ mod tests {
         assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
         let hits = ex.take_hits();
         assert_eq!(
-            hits[2].as_ref().map(|i| i.value.clone()),
+            hits[2].as_ref().map(|i| i.value.to_vec()),
             Some(b"z".to_vec())
         );
         assert!(hits[0].is_none() && hits[1].is_none());
@@ -632,7 +630,7 @@ mod tests {
         let r = ex.step(&mut rb, &mut Vec::new(), &CTX);
         assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
         let hits = ex.take_hits();
-        assert!(hits[0].is_none() && hits[1].as_ref().is_some_and(|i| i.value == b"y"));
+        assert!(hits[0].is_none() && hits[1].as_ref().is_some_and(|i| i.value == b"y"[..]));
         // a key answered once is not answered again: the tokens come in order
         let mut ex = Retrieve::new(&two, false, None);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());

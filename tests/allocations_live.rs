@@ -1,0 +1,81 @@
+//! A multi-get allocates a constant number of times, whatever the number of keys: values
+//! share the read buffer they arrived in, and each server's group is sized once. Counted with
+//! a counting global allocator, so this binary holds this one test and nothing runs beside it.
+
+mod common;
+
+use common::servers::Cluster;
+use memshard::{Client, Expiry};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations (and reallocations) of one `get_multi` of `keys`, every key a hit: the fewest
+/// over 5 calls after a warm-up (a pooled connection's read buffer is renewed now and then,
+/// when the values taken from it used it up).
+fn allocations(client: &Client, keys: &[String]) -> usize {
+    let mut fewest = usize::MAX;
+    for _ in 0..6 {
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let got = client.get_multi(keys);
+        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
+        drop(got);
+        fewest = fewest.min(after - before);
+    }
+    fewest
+}
+
+#[test]
+fn a_multi_get_allocates_as_often_for_40_keys_as_for_100_and_not_per_value() {
+    for servers in [&[1][..], &[3, 1, 2, 1]] {
+        let c = Cluster::on_free_ports(servers);
+        let client = Client::builder()
+            .server_list(&c.server_list())
+            .unwrap()
+            .build()
+            .unwrap();
+        let keys: Vec<String> = (0..1000).map(|i| format!("user:{i}")).collect();
+        let items: Vec<(&String, [u8; 32])> = keys.iter().map(|k| (k, [b'v'; 32])).collect();
+        for r in client.set_multi(&items, 0, Expiry::NEVER) {
+            assert!(r.is_ok(), "{r:?}");
+        }
+        // 40 keys reach each of the 4 servers (the fewest of them: 5 keys)
+        let forty = allocations(&client, &keys[..40]);
+        let hundred = allocations(&client, &keys[..100]);
+        let thousand = allocations(&client, &keys);
+        let n = servers.len();
+        eprintln!("{n} servers: 40 keys {forty}, 100 keys {hundred}, 1000 keys {thousand}");
+        assert_eq!(forty, hundred, "{n} servers");
+        // 1,000 values (55 KB of replies) fill more than one 16 KiB read buffer, and the
+        // requests outgrow the write buffer: a few allocations more, not one per value
+        assert!(
+            thousand < hundred + 20,
+            "{n} servers: {thousand} for 1,000 keys"
+        );
+    }
+}
