@@ -215,13 +215,22 @@ impl Client {
                 Err(_) => std::future::pending().await,
             }
         };
-        let got = match select(
+        let handed = m.pool.queue();
+        let handed = async move {
+            match handed.await {
+                Ok(c) => c,
+                // not handed anything: bb8 answers, or the checkout times out
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let (get, handed) = (
             std::pin::pin!(m.pool.bb8.get_owned()),
-            std::pin::pin!(failed),
-        )
-        .await
-        {
-            Either::Left((got, _)) => got,
+            std::pin::pin!(handed),
+        );
+        let from_bb8 = select(get, handed);
+        let got = match select(std::pin::pin!(from_bb8), std::pin::pin!(failed)).await {
+            Either::Left((Either::Left((got, _)), _)) => got,
+            Either::Left((Either::Right((c, _)), _)) => return Ok(c),
             Either::Right((Some(f), _)) => return Err(self.connect_failed(m, f)),
             Either::Right((None, _)) => Err(bb8::RunError::TimedOut),
         };
