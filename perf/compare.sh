@@ -16,10 +16,13 @@
 # row also gives each contender's client CPU time per operation (user + system, getrusage of
 # the measuring thread, or of the process for threaded rows; src/cpu.rs). Thread scaling: one
 # shared memshard client at 1, 2, 8, 64 threads (90 % get / 10 % set) against a raw socket loop
-# and pylibmc: ops/s, p99 latency, CPU per op (src/scale.rs). Each figure is the median of 5
+# and pylibmc: ops/s, p99 latency, CPU per op (src/scale.rs). Async (src/aio.rs): a get
+# against async-memcached's, by wall time and by instructions (callgrind, when valgrind is
+# installed), and 1,000 tasks on one default client against a raw tokio loop. The goals table
+# prints each goal of the performance pass with its ratio. Each figure is the median of 5
 # repetitions after a warm-up. Needs: cargo, cc, memcached (with TLS),
-# libmemcached-dev, taskset, /usr/bin/python3 with python3-pylibmc (Debian). Takes well under
-# 3 minutes once built (the TLS part about 20 s).
+# libmemcached-dev, taskset, /usr/bin/python3 with python3-pylibmc (Debian); valgrind for the
+# instruction counts. Takes about 3 minutes once built (the TLS part about 20 s).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/sbin"
@@ -83,7 +86,8 @@ ports=()
 spec=""
 for w in 3 1 2 1; do
     p=$(free_port)
-    memcached "${user[@]}" -U 0 -m 64 -t 1 -l 127.0.0.1 -p "$p" >/dev/null 2>&1 &
+    # -c 4096: the 1,000-task raw loop holds a socket per task to each server
+    memcached "${user[@]}" -U 0 -m 64 -t 1 -c 4096 -l 127.0.0.1 -p "$p" >/dev/null 2>&1 &
     pids+=("$!"); ports+=("$p"); spec+="${spec:+,}127.0.0.1:$p:$w"
 done
 for p in "${ports[@]}"; do wait_up "$p"; done
@@ -109,6 +113,25 @@ for round in 1 2 3 4 5; do
         /usr/bin/python3 py/pylibmc_bench.py "$spec" 1 scale >> "$metrics"; "$bin" scale "$spec" 1 >> "$metrics"
     fi
 done
+
+# The async client: a get against async-memcached's (wall, interleaved in one process), and
+# 1,000 tasks on one default client against a raw tokio loop (src/aio.rs).
+echo "async: memshard vs async-memcached, 1,000 tasks vs a raw tokio loop, 5 repetitions ..." >&2
+"$bin" aio "$spec" >> "$metrics"
+# Instructions per async get, tokio included: callgrind's total at 2,500 gets minus at 500.
+if command -v valgrind >/dev/null; then
+    echo "async: instructions per get under callgrind ..." >&2
+    for who in memshard async-memcached; do
+        for n in 500 2500; do
+            valgrind --tool=callgrind --callgrind-out-file="$work/cg.$who.$n" \
+                "$bin" aio-calls "127.0.0.1:${ports[0]}" "$who" "$n" >/dev/null 2>&1
+        done
+        total() { sed -n 's/^summary: //p' "$work/cg.$who.$1"; }
+        echo "aio.instr.${who//-/_}	$(( ($(total 2500) - $(total 500)) / 2000 ))" >> "$metrics"
+    done
+else
+    echo "compare.sh: no valgrind, so no instruction counts (apt-get install valgrind)" >&2
+fi
 
 # Meta vs text: both clients in one process, interleaved, on the same servers.
 echo "meta: memshard over meta vs over text, interleaved, 5 repetitions ..." >&2

@@ -161,25 +161,81 @@ print("  round trip and writes a request in several `send` calls, so each get/se
 print("  It shards with its own hash (`DefaultHasher % n`), so single get/set is compared on one server.")
 print("- pylibmc: one `clone()` per thread for the throughput run (a pylibmc client is not thread-safe).")
 
+# --- the goals of the performance pass, each row with its goal ------------------------------
+
+
+def goal_row(what, parts, note=""):
+    """parts: (label, ratio or None, op, bound) each; the row is met when every part is."""
+    shown, met = [], True
+    for label, ratio, op, bound in parts:
+        if ratio is None:
+            shown.append(f"{label} n/a")
+            met = False
+            continue
+        ok = {"<=": ratio <= bound, ">=": ratio >= bound}[op]
+        met = met and ok
+        shown.append(f"{label} {ratio:.2f} ({op} {bound:.2f})")
+    return (what, "; ".join(shown), "met" if met else "NOT met", note)
+
+
+def r(a, b):
+    a, b = m.get(a), m.get(b)
+    return a / b if a is not None and b else None
+
+
+goals = [
+    goal_row("get_multi 100 keys / 4 servers vs raw pipelined loop",
+             [("wall", r("get_multi.memshard", "get_multi.raw"), "<=", 1.10),
+              ("CPU", r("get_multi.memshard.cpu", "get_multi.raw.cpu"), "<=", 1.25)]),
+    goal_row("get_multi 100 keys / 1 server vs raw `get k1..k100`",
+             [("wall", r("get_multi1.memshard", "get_multi1.raw"), "<=", 1.10),
+              ("CPU", r("get_multi1.memshard.cpu", "get_multi1.raw.cpu"), "<=", 1.25)]),
+    goal_row("async get vs async-memcached, one server",
+             [("instructions", r("aio.instr.memshard", "aio.instr.async_memcached"), "<=", 1.00),
+              ("wall", r("aio.get.memshard", "aio.get.async_memcached"), "<=", 1.00)],
+             note="instructions: callgrind, user space, tokio included"
+             + (f" ({m['aio.instr.memshard']:,.0f} vs {m['aio.instr.async_memcached']:,.0f} a get)"
+                if "aio.instr.memshard" in m and "aio.instr.async_memcached" in m else
+                ", n/a without valgrind")),
+    goal_row("single get vs raw socket loop (4 servers)",
+             [("wall", r("get.memshard", "get.raw"), "<=", 1.05)]),
+    goal_row("64 threads, default settings, vs raw loop",
+             [("p99", r("scale.64.memshard.p99", "scale.64.raw.p99"), "<=", 1.20),
+              ("ops/s", r("scale.64.memshard.tput", "scale.64.raw.tput"), ">=", 1.00)]),
+    goal_row("1,000 async tasks, default settings, vs raw tokio loop",
+             [("p99", r("tasks.1000.memshard.p99", "tasks.1000.raw.p99"), "<=", 1.20)],
+             note=(f"p99 {fmt(m.get('tasks.1000.memshard.p99'), 'ns')} vs "
+                   f"{fmt(m.get('tasks.1000.raw.p99'), 'ns')}; ops/s "
+                   f"{m.get('tasks.1000.memshard.tput', 0):,.0f} vs {m.get('tasks.1000.raw.tput', 0):,.0f}")),
+    goal_row("route at 10,000 servers vs 1,000",
+             [("ns/key", r("ring_scale.route.10000", "ring_scale.route.1000"), "<=", 1.50)]),
+]
+print()
+print("Goals of this pass (ratios memshard / the other; each row met when every part is):")
+print()
+table(("row", "ratios (goal)", "met?", "note"), goals)
+print()
+print(f"goals met: {sum(g[2] == 'met' for g in goals)} of {len(goals)}")
+
 # --- thread scaling: one shared memshard client vs a raw loop and pylibmc ------------------
 threads = sorted({int(k.split(".")[1]) for k in m if k.startswith("scale.")})
 if threads:
     who = ("memshard", "raw", "pylibmc")
     print()
-    print("Thread scaling: one shared memshard `Client` (blocking, its default pool of 8 connections per")
+    print("Thread scaling: one shared memshard `Client` (blocking, its default pool of 64 connections per")
     print("server) driven by N threads, 90 % get / 10 % set over the 4 servers, each thread cycling through")
     print("the 1,000 keys; raw: a blocking socket loop with its own 4 sockets per thread (no pool: the")
     print("floor); pylibmc: one clone per thread (its own connections, under the GIL). ops/s and p99 of")
     print("one operation's latency over all threads; CPU µs/op: the process's CPU time (user + system)")
     print("per operation. Median of 5 runs of 300 ms, each after a 100 ms warm-up. The last row: memshard")
-    print("with `pool_size(64)`, so no thread waits for a connection (raw and pylibmc as in the row above).")
+    print("with `pool_size(8)`, so threads wait for a connection (raw and pylibmc as in the row above).")
     print()
     head = (["threads"] + [f"{w} ops/s" for w in who] + [f"{w} p99" for w in who]
             + [f"{w} CPU µs/op" for w in who] + ["CPU memshard / raw", "CPU memshard / pylibmc"])
     out = []
     lines = [(str(n), n, "memshard") for n in threads]
-    if any(k.startswith("scale.64.memshard_pool64.") for k in m):
-        lines.append(("64, memshard pool 64", 64, "memshard_pool64"))
+    if any(k.startswith("scale.64.memshard_pool8.") for k in m):
+        lines.append(("64, memshard pool 8", 64, "memshard_pool8"))
     for label, n, ms in lines:
         g = lambda w, f: m.get(f"scale.{n}.{ms if w == 'memshard' else w}.{f}")
         ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "n/a"

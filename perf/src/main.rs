@@ -10,6 +10,8 @@
 //!   memshard-perf tls PLAIN TLS CA [REPS]   memshard over TLS vs over plaintext (src/tls.rs)
 //!   memshard-perf meta HOST:PORT:W,... [REPS]   memshard over meta vs over text (src/meta.rs)
 //!   memshard-perf scale HOST:PORT:W,... [REPS]  1, 2, 8, 64 threads on one client (src/scale.rs)
+//!   memshard-perf aio HOST:PORT:W,... [REPS]    async get vs async-memcached, 1,000 tasks (src/aio.rs)
+//!   memshard-perf aio-calls HOST:PORT WHO N     N async gets, for callgrind (src/aio.rs)
 //!
 //! I/O figures come with the client's CPU time per operation (src/cpu.rs). Figures are medians
 //! of 5 repetitions after a warm-up; the contenders of one measurement run
@@ -17,6 +19,7 @@
 //! hits them alike. Inputs are prepared outside the timed loops. No route/build input touches
 //! the network: the routing servers are only names.
 
+mod aio;
 mod cpu;
 mod meta;
 mod ring_scale;
@@ -566,6 +569,19 @@ fn main() {
             args.get(3)
                 .map_or(REPS, |r| r.parse().expect("repetitions")),
         ),
+        Some("aio") => aio::aio_cmd(
+            args.get(2).expect("aio HOST:PORT:W,... [REPS]"),
+            args.get(3)
+                .map_or(REPS, |r| r.parse().expect("repetitions")),
+        ),
+        Some("aio-calls") => {
+            let usage = "aio-calls HOST:PORT memshard|async-memcached N";
+            aio::calls_cmd(
+                args.get(2).expect(usage),
+                args.get(3).expect(usage),
+                args.get(4).expect(usage).parse().expect(usage),
+            )
+        }
         Some("tls-certs") => {
             tls::certs_cmd(std::path::Path::new(args.get(2).expect("tls-certs DIR")))
         }
@@ -583,7 +599,8 @@ fn main() {
             eprintln!(
                 "usage: memshard-perf weighted N... | ketama | io HOST:PORT:W,... [REPS] | \
                  tls-certs DIR | tls PLAIN TLS CA [REPS] | meta HOST:PORT:W,... [REPS] | \
-                 scale HOST:PORT:W,... [REPS] | build-loop N ITERS | ring-scale"
+                 scale HOST:PORT:W,... [REPS] | build-loop N ITERS | ring-scale | \
+                 aio HOST:PORT:W,... [REPS] | aio-calls HOST:PORT WHO N"
             );
             std::process::exit(2);
         }

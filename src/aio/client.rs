@@ -94,14 +94,14 @@ type Done<E> = (E, Result<<E as Exchange>::Output>);
 /// offered to the pool).
 enum Lease<'m> {
     Pooled(Option<Pooled>, &'m Pool),
-    Fresh(Option<AsyncConn>, &'m bb8::Pool<Manager>),
+    Fresh(Option<Box<AsyncConn>>, &'m bb8::Pool<Manager>),
 }
 
 impl Lease<'_> {
     fn conn(&mut self) -> Option<&mut AsyncConn> {
         match self {
-            Lease::Pooled(c, _) => c.as_deref_mut(),
-            Lease::Fresh(c, _) => c.as_mut(),
+            Lease::Pooled(c, _) => c.as_deref_mut().map(|c| &mut **c),
+            Lease::Fresh(c, _) => c.as_deref_mut(),
         }
     }
 
