@@ -106,7 +106,10 @@ pub enum RetrievalItem {
 /// up to [`MAX_LINE`] bytes is found; past that without a CRLF, the reply is refused.
 pub(super) fn line(buf: &[u8]) -> Result<Parsed<&[u8]>, ParseError> {
     let scan = &buf[..buf.len().min(MAX_LINE + 2)];
-    match scan.windows(2).position(|w| w == b"\r\n") {
+    // The first `\n` with a `\r` before it, found by memchr (SIMD): a search of two-byte
+    // windows was a fifth of a 100-key multi-get's user-space instructions (callgrind).
+    let end = memchr::memchr_iter(b'\n', scan).find(|&i| i > 0 && scan[i - 1] == b'\r');
+    match end.map(|n| n - 1) {
         Some(i) => Ok(Parsed::Done(&buf[..i], i + 2)),
         None if buf.len() >= MAX_LINE + 2 => Err(ParseError::LineTooLong),
         None => Ok(Parsed::Incomplete),
