@@ -52,6 +52,12 @@ fn allocations(client: &Client, keys: &[String]) -> usize {
 
 #[test]
 fn a_multi_get_allocates_as_often_for_40_keys_as_for_100_and_not_per_value() {
+    blocking();
+    #[cfg(feature = "async")]
+    nonblocking();
+}
+
+fn blocking() {
     for servers in [&[1][..], &[3, 1, 2, 1]] {
         let c = Cluster::on_free_ports(servers);
         let client = Client::builder()
@@ -78,4 +84,45 @@ fn a_multi_get_allocates_as_often_for_40_keys_as_for_100_and_not_per_value() {
             "{n} servers: {thousand} for 1,000 keys"
         );
     }
+}
+
+/// The async client's `get_multi`, as [`allocations`] counts the blocking one's, on a
+/// current-thread runtime (no other thread allocates meanwhile).
+#[cfg(feature = "async")]
+fn nonblocking() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = Cluster::on_free_ports(&[3, 1, 2, 1]);
+        let client = memshard::aio::Client::builder()
+            .server_list(&c.server_list())
+            .unwrap()
+            .build()
+            .unwrap();
+        let keys: Vec<String> = (0..100).map(|i| format!("user:{i}")).collect();
+        let items: Vec<(&String, [u8; 32])> = keys.iter().map(|k| (k, [b'v'; 32])).collect();
+        for r in client.set_multi(&items, 0, Expiry::NEVER).await {
+            assert!(r.is_ok(), "{r:?}");
+        }
+        let mut counts = Vec::new();
+        for n in [40, 100] {
+            let mut fewest = usize::MAX;
+            for _ in 0..6 {
+                let before = ALLOCATIONS.load(Ordering::Relaxed);
+                let got = client.get_multi(&keys[..n]).await;
+                let after = ALLOCATIONS.load(Ordering::Relaxed);
+                assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
+                drop(got);
+                fewest = fewest.min(after - before);
+            }
+            counts.push(fewest);
+        }
+        eprintln!(
+            "async, 4 servers: 40 keys {}, 100 keys {}",
+            counts[0], counts[1]
+        );
+        assert_eq!(counts[0], counts[1], "async, 4 servers");
+    });
 }
