@@ -231,6 +231,11 @@ mod tests {
         put(&mut rb, b"xy");
         assert_eq!(rb.take(5..9, 9), &b""[..]);
         assert!(rb.is_empty());
+        // past what was read, with bytes consumed before: clamped to the unread ones
+        put(&mut rb, b"abcdefgh");
+        rb.consume(3);
+        assert_eq!(rb.take(1..10, 100), &b"efgh"[..]);
+        assert!(rb.is_empty());
     }
 
     /// A buffer up to the idle limit is kept for the next request; a larger one is released.
