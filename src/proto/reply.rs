@@ -272,6 +272,18 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
 mod tests {
     use super::*;
 
+    /// A line ends at the first `\r\n`: a bare `\n`, first in the buffer or inside the
+    /// line, ends nothing.
+    #[test]
+    fn a_bare_newline_does_not_end_a_line() {
+        assert_eq!(line(b"STORED\nX\r\n").unwrap(), Parsed::Done(&b"STORED\nX"[..], 10));
+        assert_eq!(line(b"\nSTORED\r\n").unwrap(), Parsed::Done(&b"\nSTORED"[..], 9));
+        assert_eq!(line(b"\n\r\n").unwrap(), Parsed::Done(&b"\n"[..], 3));
+        assert_eq!(line(b"\r\n").unwrap(), Parsed::Done(&b""[..], 2));
+        assert_eq!(line(b"\nSTORED\n").unwrap(), Parsed::Incomplete);
+        assert!(parse_reply(b"STORED\nX\r\n").is_err());
+    }
+
     #[test]
     fn every_prefix_of_a_reply_is_incomplete() {
         let buf = b"VALUE key 42 5 99\r\nhello\r\n";
