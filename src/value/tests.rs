@@ -399,3 +399,19 @@ fn the_raw_codec_stores_bytes_and_refuses_what_has_no_spelling() {
         Err(ValueError::TooLarge { size: 11, max: 10 })
     ));
 }
+
+/// `bytes::Bytes` (what `Item::value` is) converts as `Vec<u8>` does, both ways.
+#[test]
+fn shared_bytes_convert_as_a_vec_does() {
+    let b = bytes::Bytes::from_static(b"\x00ab");
+    assert_eq!(b.to_value(), Ok(Value::Bytes(b"\x00ab".to_vec())));
+    assert_eq!(
+        bytes::Bytes::from_value(Value::Bytes(b"\x00ab".to_vec())),
+        Ok(b.clone())
+    );
+    assert_eq!(
+        bytes::Bytes::from_value(Value::String("hi".into())),
+        Ok(bytes::Bytes::from_static(b"hi"))
+    );
+    assert!(bytes::Bytes::from_value(Value::Int(1)).is_err());
+}
