@@ -276,8 +276,14 @@ mod tests {
     /// line, ends nothing.
     #[test]
     fn a_bare_newline_does_not_end_a_line() {
-        assert_eq!(line(b"STORED\nX\r\n").unwrap(), Parsed::Done(&b"STORED\nX"[..], 10));
-        assert_eq!(line(b"\nSTORED\r\n").unwrap(), Parsed::Done(&b"\nSTORED"[..], 9));
+        assert_eq!(
+            line(b"STORED\nX\r\n").unwrap(),
+            Parsed::Done(&b"STORED\nX"[..], 10)
+        );
+        assert_eq!(
+            line(b"\nSTORED\r\n").unwrap(),
+            Parsed::Done(&b"\nSTORED"[..], 9)
+        );
         assert_eq!(line(b"\n\r\n").unwrap(), Parsed::Done(&b"\n"[..], 3));
         assert_eq!(line(b"\r\n").unwrap(), Parsed::Done(&b""[..], 2));
         assert_eq!(line(b"\nSTORED\n").unwrap(), Parsed::Incomplete);
