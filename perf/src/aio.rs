@@ -72,17 +72,7 @@ pub(crate) fn calls_cmd(addr: &str, who: &str, n: usize) {
 }
 
 pub(crate) fn aio_cmd(spec: &str, reps: usize) {
-    let servers: Vec<String> = spec
-        .split(',')
-        .map(|s| s.rsplit_once(':').expect("host:port:weight").0.to_string())
-        .collect();
-    let list: String = spec
-        .split(',')
-        .map(|s| {
-            let (addr, w) = s.rsplit_once(':').expect("host:port:weight");
-            format!("{addr} {w}\n")
-        })
-        .collect();
+    let (servers, list) = crate::parse_spec(spec);
     single_gets(&servers[0], reps);
     tasks(&servers, &list, reps);
 }
@@ -187,8 +177,11 @@ fn tasks(servers: &[String], list: &str, reps: usize) {
             .map(|k| ring.route(k.as_bytes()).expect("route"))
             .collect(),
     );
-    let get_req: Arc<Vec<Vec<u8>>> =
-        Arc::new(keys.iter().map(|k| format!("get {k}\r\n").into_bytes()).collect());
+    let get_req: Arc<Vec<Vec<u8>>> = Arc::new(
+        keys.iter()
+            .map(|k| format!("get {k}\r\n").into_bytes())
+            .collect(),
+    );
     let set_req: Arc<Vec<Vec<u8>>> = Arc::new(
         keys.iter()
             .map(|k| {

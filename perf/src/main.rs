@@ -607,6 +607,18 @@ fn main() {
     }
 }
 
+/// `HOST:PORT:W,...` as the servers' addresses and as a server list (`HOST:PORT W` lines).
+pub(crate) fn parse_spec(spec: &str) -> (Vec<String>, String) {
+    let mut servers = Vec::new();
+    let mut list = String::new();
+    for s in spec.split(',') {
+        let (addr, w) = s.rsplit_once(':').expect("host:port:weight");
+        servers.push(addr.to_string());
+        list.push_str(&format!("{addr} {w}\n"));
+    }
+    (servers, list)
+}
+
 /// ns per call over `calls` calls of `f`.
 pub(crate) fn per_call(calls: usize, mut f: impl FnMut()) -> f64 {
     let t = std::time::Instant::now();

@@ -33,13 +33,7 @@ fn blocking_pair(what: &str, reps: usize, clients: &[Client; 2], op: impl Fn(&Cl
 }
 
 pub fn meta_cmd(spec: &str, reps: usize) {
-    let list: String = spec
-        .split(',')
-        .map(|s| {
-            let (addr, w) = s.rsplit_once(':').expect("host:port:weight");
-            format!("{addr} {w}\n")
-        })
-        .collect();
+    let (_, list) = crate::parse_spec(spec);
     let build = |p: Protocol| {
         Client::builder()
             .server_list(&list)

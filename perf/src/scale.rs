@@ -31,17 +31,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn scale_cmd(spec: &str, reps: usize) {
-    let servers: Vec<String> = spec
-        .split(',')
-        .map(|s| s.rsplit_once(':').expect("host:port:weight").0.to_string())
-        .collect();
-    let list: String = spec
-        .split(',')
-        .map(|s| {
-            let (addr, w) = s.rsplit_once(':').expect("host:port:weight");
-            format!("{addr} {w}\n")
-        })
-        .collect();
+    let (servers, list) = crate::parse_spec(spec);
     let build = |pool: Option<u32>| {
         let b = Client::builder().server_list(&list).expect("list");
         match pool {
