@@ -4,7 +4,10 @@
 # exercise the module (live ones start their own memcached on loopback, as in `cargo test`).
 #
 #   scripts/mutants.sh MODULE...        # one or more of the modules below
-#   scripts/mutants.sh --diff [BASE]    # only code changed since BASE (default: HEAD~1)
+#   scripts/mutants.sh --diff [BASE] [--test NAME]...
+#                                       # only code changed since BASE (default: HEAD~1), with
+#                                       # the unit tests, the live tests of every module the
+#                                       # diff touches, and any test target named
 #   scripts/mutants.sh --list MODULE    # the mutants, without running them
 #   MUTANTS_IN_PLACE=1 scripts/mutants.sh ...   # mutate this tree (don't edit it meanwhile)
 #   MUTANTS_SHARD=1/4 scripts/mutants.sh ...    # every 4th mutant only (round-robin)
@@ -45,6 +48,8 @@ FILES[tls]='src/core/tls.rs src/settings/tls.rs src/core/auth.rs src/settings/cr
 TESTS[tls]='--lib --test tls_auth_live'
 FILES[settings]='src/settings/**'
 TESTS[settings]='--lib --test client_live'
+FILES[managed]='src/discovery.rs src/proto/discovery.rs src/core/exchange/discover.rs src/core/resolve.rs src/blocking/pool.rs src/aio/pool.rs src/blocking/prober.rs src/aio/prober.rs'
+TESTS[managed]='--lib --test managed_live --test client_live --test async_live'
 
 usage() {
     echo "usage: $0 MODULE... | --diff [BASE] | --list MODULE   (modules: ${!FILES[*]})" >&2
@@ -106,10 +111,44 @@ case "$1" in
         cargo mutants "${common[@]}" --list "${a[@]}"
         ;;
     --diff)
-        base=${2:-HEAD~1}
+        shift
+        base=HEAD~1
+        if [ $# -gt 0 ] && [ "$1" != --test ]; then
+            base=$1
+            shift
+        fi
+        # The test targets: --lib, those named, and those of each module a changed file is in
+        # (a mutant only a live test can catch is otherwise reported missed).
+        declare -A targets=([--lib]=1)
+        while [ $# -gt 0 ]; do
+            [ "$1" = --test ] && [ $# -ge 2 ] || usage
+            targets["--test=$2"]=1
+            shift 2
+        done
+        mapfile -t changed < <(git diff --name-only "$base" -- src)
+        set -f
+        for m in "${!FILES[@]}"; do
+            for g in ${FILES[$m]}; do
+                for f in "${changed[@]}"; do
+                    # shellcheck disable=SC2053 # $g is a glob on purpose; `*` matches `/` here
+                    [[ $f == $g ]] || continue
+                    set -- ${TESTS[$m]}
+                    while [ $# -gt 0 ]; do
+                        case $1 in
+                            --test) targets["--test=$2"]=1; shift 2 ;;
+                            *) targets["$1"]=1; shift ;;
+                        esac
+                    done
+                done
+            done
+        done
+        set +f
+        cargo_args=()
+        for t in "${!targets[@]}"; do cargo_args+=("--cargo-arg=$t"); done
+        echo "test targets: ${!targets[*]}" >&2
         diff=$(mktemp)
         git diff "$base" -- src >"$diff"
-        run diff --in-diff "$diff" --cargo-arg=--lib
+        run diff --in-diff "$diff" "${cargo_args[@]}"
         rm -f "$diff"
         ;;
     *)
