@@ -444,7 +444,9 @@ mod tests {
         reply.extend(b"VERSION 1\r\n");
         let (_, step) = run(&mut sets(&["a", "b"]), &reply, &TEXT);
         let e = format!("{:?}", step.expect_err("a line more than the requests"));
-        assert!(e.contains("at most 3 lines"), "{e}");
+        // The byte budget is every line at its longest, as the error says.
+        let bytes = 3 * (crate::proto::MAX_LINE + 2);
+        assert!(e.contains(&format!("at most 3 lines and {bytes} bytes")), "{e}");
     }
 
     /// Each line may be as long as a reply line can be: a batch's byte budget is its lines at
