@@ -614,6 +614,9 @@ pub enum AuthProblem {
     Rejected,
     /// The server requires authentication (`-Y`) and the client has no credentials.
     Required,
+    /// MemCachier refused the user name and password of its login
+    /// ([`AuthScheme::MemCachier`](crate::settings::AuthScheme::MemCachier)).
+    RejectedByMemCachier,
 }
 
 impl std::fmt::Display for AuthProblem {
@@ -621,6 +624,9 @@ impl std::fmt::Display for AuthProblem {
         f.write_str(match self {
             AuthProblem::Rejected => {
                 "the server refused the credentials (check the user name and password in its -Y auth file)"
+            }
+            AuthProblem::RejectedByMemCachier => {
+                "MemCachier refused the credentials (check the cache's user name and password as MemCachier lists them)"
             }
             AuthProblem::Required => {
                 "the server requires authentication (memcached -Y): give the client credentials"

@@ -34,6 +34,9 @@ pub struct Outcome {
     pub wrong: u64,
     /// Errors in the recover window, when one was asked for.
     pub window_errors: Option<u64>,
+    /// The first refused or missing login: no load ran against that server, whatever the
+    /// other counts say.
+    pub auth: Option<String>,
 }
 
 /// Operations of one home server within the recover window.
@@ -73,6 +76,8 @@ struct ThreadReport {
     wrong: u64,
     checked: u64,
     errors: BTreeMap<(String, String), u64>,
+    /// The first authentication error, as it reads.
+    auth: Option<String>,
     latency: Option<Histogram<u64>>,
     /// Per home server (index in the ring's server list), with a recover window.
     window: Vec<WindowStats>,
@@ -88,6 +93,7 @@ fn error_kind(e: &Error) -> (&'static str, Option<&str>) {
         Error::ServerDown { server, .. } => ("ServerDown", Some(server)),
         Error::InvalidKey { .. } => ("InvalidKey", None),
         Error::ValueTooLarge { .. } => ("ValueTooLarge", None),
+        Error::Auth { server, .. } => ("Auth", Some(server)),
         _ => ("Other", None),
     }
 }
@@ -240,6 +246,9 @@ fn worker(
             }
         }
         if let Err(e) = res {
+            if r.auth.is_none() && matches!(e, Error::Auth { .. }) {
+                r.auth = Some(e.to_string());
+            }
             let (kind, server) = error_kind(&e);
             *r.errors
                 .entry((server.unwrap_or("-").to_string(), kind.to_string()))
@@ -310,6 +319,7 @@ pub fn run(client: &Client, route: Option<&Routed>, spec: &Spec) -> Outcome {
         for (k, n) in r.errors {
             *total.errors.entry(k).or_default() += n;
         }
+        total.auth = total.auth.or(r.auth);
         if let (Some(t), Some(h)) = (total.latency.as_mut(), r.latency.as_ref()) {
             let _ = t.add(h);
         }
@@ -351,6 +361,7 @@ pub fn run(client: &Client, route: Option<&Routed>, spec: &Spec) -> Outcome {
     Outcome {
         wrong: total.wrong,
         window_errors,
+        auth: total.auth,
     }
 }
 

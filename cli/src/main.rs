@@ -976,6 +976,9 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
                 .unwrap_or_default()
         );
     }
+    if let Some(auth) = outcome.auth {
+        return Err(Failure { code: 1, msg: auth });
+    }
     if outcome.wrong > 0 {
         return Err(Failure {
             code: 1,

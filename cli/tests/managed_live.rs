@@ -483,8 +483,29 @@ fn memcachier_login_through_the_cli() {
     let bad = [("MC_AUTH", "app-7:wr0ng-pass")];
     let o = memshard(&[&["get"][..], &auth, &["greeting"]].concat(), "", &bad);
     assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("refused the credentials"), "{}", text(&o));
+    assert!(
+        text(&o).contains("MemCachier refused the credentials"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !text(&o).contains("-Y"),
+        "not memcached's auth file: {}",
+        text(&o)
+    );
     assert!(!text(&o).contains("wr0ng-pass"), "{}", text(&o));
+    // a load run whose every request is refused fails, with the refusal
+    let o = memshard(
+        &[&["bench"][..], &auth, &["--ops", "20", "--threads", "1"]].concat(),
+        "",
+        &bad,
+    );
+    assert!(!o.status.success(), "bench exited 0: {}", text(&o));
+    assert!(
+        text(&o).contains("MemCachier refused the credentials"),
+        "{}",
+        text(&o)
+    );
     // the memcached -Y scheme is not MemCachier's login
     let o = memshard(
         &[
@@ -505,6 +526,39 @@ fn memcachier_login_through_the_cli() {
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("requires authentication"), "{}", text(&o));
     assert_eq!(backend.raw_get(b"app-7"), None);
+}
+
+/// MemCachier's login sent to a plain memcached by mistake: the server takes it for a `set` and
+/// answers STORED, yet nobody can read the password back from the cache.
+#[test]
+fn a_memcachier_login_to_a_plain_memcached_leaves_no_secret() {
+    let plain = Memcached::start(Ipv4Addr::new(127, 0, 32, 7), 0, "");
+    let dir = tempdir::Dir::new("memcachier-plain");
+    let servers = dir.path().join("servers.txt");
+    fs::write(&servers, format!("{}\n", plain.addr())).expect("servers");
+    let servers = servers.to_str().expect("utf-8 path");
+    let auth = [
+        "--servers",
+        servers,
+        "--auth-scheme",
+        "memcachier",
+        "--auth-env",
+        "MC_AUTH",
+    ];
+    let env = [("MC_AUTH", "app-7:s3cret pw")];
+    let o = memshard(
+        &[&["set"][..], &auth, &["greeting", "hello"]].concat(),
+        "",
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(plain.raw_get(b"greeting").as_deref(), Some(&b"hello"[..]));
+    let logins = plain.stat("cmd_set");
+    assert!(
+        logins >= 2,
+        "the login and the set reached the server: {logins}"
+    );
+    assert_eq!(plain.raw_get(b"app-7"), None, "the password is readable");
 }
 
 /// Request caps split a long `get` over several lines, and every key still comes back, on both

@@ -49,20 +49,16 @@ impl Exchange for Login<'_> {
     }
 
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
-        // MemCachier answers nothing before the login, which is its first command: `set
-        // <user> 0 0 <len>` with the password as the data.
+        // MemCachier answers nothing before the login, which is its first command: a `set`
+        // of key <user> with the password as the data. MemCachier reads only the key and the
+        // data ("flags and exptime are accepted whatever their value", tests/fakes/README.md).
+        // The exptime is -1: a plain memcached that takes the login for data (it answers
+        // STORED too) stores an item already expired (doc/protocol.txt: a negative exptime
+        // expires the item at once), so the password is never readable from it.
         if self.state == State::AskVersion
             && self.credentials.auth_scheme() == AuthScheme::MemCachier
         {
-            Request::Store {
-                cmd: StoreCommand::Set,
-                key: self.credentials.user().as_bytes(),
-                flags: 0,
-                exptime: 0,
-                value: self.credentials.password().as_bytes(),
-                noreply: false,
-            }
-            .encode(out);
+            memcachier_login(self.credentials, out);
             self.state = State::AwaitLogin;
             return Ok(Step::Write);
         }
@@ -78,7 +74,10 @@ impl Exchange for Login<'_> {
         rb.consume(used);
         let rejected = || Error::Auth {
             server: ctx.server.to_owned(),
-            problem: AuthProblem::Rejected,
+            problem: match self.credentials.auth_scheme() {
+                AuthScheme::MemCachier => AuthProblem::RejectedByMemCachier,
+                _ => AuthProblem::Rejected,
+            },
         };
         match (self.state, reply) {
             // No -Y on this server: the secret is not sent.
@@ -107,6 +106,17 @@ impl Exchange for Login<'_> {
             (_, other) => Err(super::exchange::unexpected(&other, ctx.server, "auth")),
         }
     }
+}
+
+/// MemCachier's login: `set <user> 0 -1 <len>\r\n<password>\r\n`. Not a
+/// [`Request::Store`], whose exptime cannot be negative: no stored item may have it.
+fn memcachier_login(c: &Credentials, out: &mut Vec<u8>) {
+    let (user, password) = (c.user().as_bytes(), c.password().as_bytes());
+    out.extend_from_slice(b"set ");
+    out.extend_from_slice(user);
+    out.extend_from_slice(format!(" 0 -1 {}\r\n", password.len()).as_bytes());
+    out.extend_from_slice(password);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The login of a new connection with `c`.
@@ -164,7 +174,7 @@ mod tests {
         let mut out = Vec::new();
         let first = login.step(&mut ReadBuf::default(), &mut out, &ctx());
         assert!(matches!(first, Ok(Step::Write)));
-        assert_eq!(out, b"set app 0 0 5\r\npa ss\r\n");
+        assert_eq!(out, b"set app 0 -1 5\r\npa ss\r\n");
         let (_, step) = answer(&mut login, b"STORED\r\n");
         assert!(matches!(step, Ok(Step::Done(()))));
         for refusal in [
@@ -179,7 +189,7 @@ mod tests {
                 matches!(
                     step,
                     Err(Error::Auth {
-                        problem: AuthProblem::Rejected,
+                        problem: AuthProblem::RejectedByMemCachier,
                         ..
                     })
                 ),
@@ -193,7 +203,7 @@ mod tests {
         login.restart();
         let mut again = Vec::new();
         let _ = login.step(&mut ReadBuf::default(), &mut again, &ctx());
-        assert_eq!(again, b"set app 0 0 5\r\npa ss\r\n");
+        assert_eq!(again, b"set app 0 -1 5\r\npa ss\r\n");
     }
 
     #[test]

@@ -30,9 +30,10 @@ pub enum AuthScheme {
     /// without `-Y` would store it). The default.
     #[default]
     Memcached,
-    /// MemCachier's ASCII login, the first command of every connection: `set <user> 0 0 <len>`
+    /// MemCachier's ASCII login, the first command of every connection: `set <user> 0 -1 <len>`
     /// with the password as the data, answered `STORED` (MemCachier answers nothing else before
-    /// it).
+    /// it). The exptime of -1 means that a plain memcached, which takes the login for an item
+    /// and answers `STORED` as well, keeps nothing readable: the item expires at once.
     MemCachier,
 }
 

@@ -446,7 +446,10 @@ mod tests {
         let e = format!("{:?}", step.expect_err("a line more than the requests"));
         // The byte budget is every line at its longest, as the error says.
         let bytes = 3 * (crate::proto::MAX_LINE + 2);
-        assert!(e.contains(&format!("at most 3 lines and {bytes} bytes")), "{e}");
+        assert!(
+            e.contains(&format!("at most 3 lines and {bytes} bytes")),
+            "{e}"
+        );
     }
 
     /// Each line may be as long as a reply line can be: a batch's byte budget is its lines at
