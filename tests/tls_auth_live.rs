@@ -5,7 +5,8 @@
 //! - a client certificate made as memcached's TLS guides make it (openssl, X.509 version 1) is
 //!   presented and accepted;
 //! - a server list's `tls_name=` is the name verified in the handshake;
-//! - a client without credentials never has a `set` taken for a login by a `-Y` server;
+//! - a client without credentials never has a `set` taken for a login by a `-Y` server, and its
+//!   meta batches fail with the auth error at once, marking nothing down;
 //! - a server that accepts the connection and never answers the login is reported as such.
 //!
 //! Servers listen on 127.0.16.50 to 127.0.16.59 (tls_live uses lower ones; test binaries run
@@ -200,6 +201,76 @@ fn without_credentials_a_set_to_a_server_that_requires_them_fails_and_stores_not
     let Some(s) = servers() else { return };
     both!(no_credentials(&s.auth, None));
     both!(no_credentials(&s.tls_auth, tls_of(&s.tls_auth)));
+}
+
+/// Multi-key meta requests without credentials: memcached -Y answers the first command of the
+/// batch with `CLIENT_ERROR unauthenticated` and nothing after it, so the client must not
+/// wait for the rest (a read timeout) nor count the refusal as a failure of the server.
+async fn meta_batches_without_credentials<C: Kind>(m: &Memcached) {
+    let addr = m.addr();
+    let keys: Vec<String> = (0..5)
+        .map(|i| format!("meta-batch:{}:{i}", C::NAME))
+        .collect();
+    let items: Vec<(String, Vec<u8>)> = keys.iter().map(|k| (k.clone(), b"v".to_vec())).collect();
+    let read_timeout = Duration::from_secs(10);
+    for round in 0..4 {
+        // a new client each round: each learns it on a new connection
+        let c = C::build(
+            C::builder()
+                .server_list(&addr)
+                .expect("server list")
+                .protocol(memshard::Protocol::Meta)
+                .pool_size(1)
+                .read_timeout(read_timeout),
+        )
+        .expect("builds");
+        for call in 0..3 {
+            let t = Instant::now();
+            let sets = c.set_multi(&items).await;
+            let gets = c.get_multi(&keys).await;
+            let took = t.elapsed();
+            for r in sets.iter().map(|r| r.as_ref().map(|_| ())) {
+                assert!(
+                    matches!(
+                        r,
+                        Err(Error::Auth {
+                            problem: AuthProblem::Required,
+                            ..
+                        })
+                    ),
+                    "{} round {round} call {call}: set_multi: {r:?}",
+                    C::NAME
+                );
+            }
+            for r in gets.iter().map(|r| r.as_ref().map(|_| ())) {
+                assert!(
+                    matches!(
+                        r,
+                        Err(Error::Auth {
+                            problem: AuthProblem::Required,
+                            ..
+                        })
+                    ),
+                    "{} round {round} call {call}: get_multi: {r:?}",
+                    C::NAME
+                );
+            }
+            assert!(
+                took < read_timeout,
+                "{} waited out the read timeout ({took:?}) for replies that never come",
+                C::NAME
+            );
+        }
+    }
+    for k in &keys {
+        assert_eq!(m.raw_get(k.as_bytes()), None, "{}", C::NAME);
+    }
+}
+
+#[test]
+fn without_credentials_meta_batches_fail_with_the_auth_error_and_mark_nothing_down() {
+    let Some(s) = servers() else { return };
+    both!(meta_batches_without_credentials(&s.auth));
 }
 
 // ---------------------------------------------------------------------------------------

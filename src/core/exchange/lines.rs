@@ -217,10 +217,12 @@ impl Exchange for NoreplySets<'_> {
                     MetaItem::Reply(r) if r.status == MetaStatus::Noop => self.budget = None,
                     MetaItem::Reply(r) => self.errors.push(format!("{:?}", r.status)),
                     MetaItem::Failed(reply) => {
-                        if let Error::Server { message, .. } =
-                            super::meta::refused(reply, ctx, "noreply set")?
-                        {
-                            self.errors.push(message);
+                        match super::meta::refused(reply, ctx, "noreply set")? {
+                            Error::Server { message, .. } => self.errors.push(message),
+                            // memcached -Y answers only the first command of a connection that has
+                            // not logged in (proto_text.c): no `MN` is coming.
+                            e @ Error::Auth { .. } => return Ok(Step::Refused(e)),
+                            _ => {}
                         }
                     }
                 }
@@ -232,9 +234,10 @@ impl Exchange for NoreplySets<'_> {
             match reply {
                 Reply::Version(_) => self.budget = None,
                 Reply::Error | Reply::ClientError(_) | Reply::ServerError(_) => {
-                    let refused = refusal(reply, ctx.server, "noreply set")?;
-                    if let Error::Server { message, .. } = refused {
-                        self.errors.push(message);
+                    match refusal(reply, ctx.server, "noreply set")? {
+                        Error::Server { message, .. } => self.errors.push(message),
+                        e @ Error::Auth { .. } => return Ok(Step::Refused(e)),
+                        _ => {}
                     }
                 }
                 other => return Err(unexpected(&other, ctx.server, "noreply set")),
@@ -467,6 +470,30 @@ mod tests {
             matches!(step, Ok(Step::Refused(Error::Server { .. }))),
             "{step:?}"
         );
+    }
+
+    /// memcached -Y answers the first command of a connection that has not logged in and
+    /// nothing after it: the batch ends at that line, on either protocol, as the auth error.
+    #[test]
+    fn an_unauthenticated_noreply_batch_ends_at_the_refusal() {
+        for ctx in [TEXT, CTX] {
+            let (_, step) = run(
+                &mut sets(&["a", "b"]),
+                b"CLIENT_ERROR unauthenticated\r\n",
+                &ctx,
+            );
+            assert!(
+                matches!(
+                    step,
+                    Ok(Step::Refused(Error::Auth {
+                        problem: crate::error::AuthProblem::Required,
+                        ..
+                    }))
+                ),
+                "{:?}: {step:?}",
+                ctx.protocol
+            );
+        }
     }
 
     /// Each batch of noreply sets has its own budget: the second batch's lines are bounded by

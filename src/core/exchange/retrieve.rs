@@ -262,7 +262,9 @@ impl Retrieve<'_> {
                 MetaItem::Failed(reply) => {
                     let refused = meta::refused(reply, ctx, self.command())?;
                     rb.consume(used);
-                    if quiet {
+                    // memcached -Y answers only the first command of a connection that has
+                    // not logged in (proto_text.c): the link sends nothing more after it.
+                    if quiet && !matches!(refused, Error::Auth { .. }) {
                         // the replies to the later keys and the `mn` are still on the wire
                         return Err(refused);
                     }

@@ -178,6 +178,11 @@ impl<R: Encode, T> WriteMany<R, T> {
                 MetaItem::Failed(reply) => {
                     let e = meta::refused(reply, ctx, self.command)?;
                     rb.consume(used);
+                    // memcached -Y answers the first command of a connection that has not
+                    // logged in and none after it (proto_text.c): no `MN` is coming.
+                    if matches!(e, Error::Auth { .. }) {
+                        return Ok(Step::Refused(e));
+                    }
                     if batch.errors.len() >= self.written - self.read {
                         return Err(Error::protocol(
                             ctx.server,
