@@ -20,7 +20,9 @@ pub struct FailurePolicy {
     /// marking servers down.
     pub failure_limit: u32,
     /// How long a down server is left alone before it is probed again. Default: 2 s
-    /// (libmemcached's retry timeout).
+    /// (libmemcached's retry timeout). Under 10 ms (0 included), requests may try the server
+    /// again at once, but the background prober still waits 10 ms between its rounds, so a
+    /// refused server never costs a busy loop.
     pub retry_timeout: Duration,
     /// Rebuild the ring over the live servers while a server is down, as libmemcached's
     /// `REMOVE_FAILED_SERVERS` and twemproxy's `auto_eject_hosts` do (point counts change with
