@@ -98,7 +98,8 @@ pub fn servers_for(config: &ClusterConfig, flavor: Flavor) -> Vec<Server> {
 }
 
 /// Ask `endpoint` once for the cluster configuration, over a plaintext connection without
-/// login, within `timeout` for the connect and for each read.
+/// login, within `timeout` for the connect and `timeout` again for the whole reply, however
+/// slowly the endpoint trickles it.
 ///
 /// ```no_run
 /// let endpoint = "127.0.0.1:11211".parse()?;
@@ -116,7 +117,10 @@ pub fn fetch(endpoint: &Server, timeout: Duration) -> Result<ClusterConfig> {
     ask(endpoint, &opts)
 }
 
-/// One discovery request to `node`: connect, log in if `opts` has credentials, ask.
+/// One discovery request to `node`: connect, log in if `opts` has credentials, ask. The
+/// connect takes at most the connect timeout, and the login and the reply together at most the
+/// read timeout: a per-read timeout alone lets an endpoint that sends a byte now and then hold
+/// a build, a poll and the client's drop for as long as it likes.
 fn ask(node: &Server, opts: &ConnOptions) -> Result<ClusterConfig> {
     let label = node.addr.as_str();
     let addrs = crate::core::resolve::resolve(opts, node.connect_host(), node.port, label)?;
@@ -136,9 +140,9 @@ fn ask(node: &Server, opts: &ConnOptions) -> Result<ClusterConfig> {
         return Err(Error::io(label, e, "connect", opts.connect_timeout));
     };
     stream
-        .set_read_timeout(Some(opts.read_timeout))
-        .and_then(|_| stream.set_write_timeout(Some(opts.write_timeout)))
+        .set_write_timeout(Some(opts.write_timeout))
         .map_err(|e| Error::io(label, e, "connect", opts.connect_timeout))?;
+    let deadline = Deadline::after(opts.read_timeout);
     let ctx = Ctx {
         server: label,
         max_value: opts.max_value_size,
@@ -148,10 +152,38 @@ fn ask(node: &Server, opts: &ConnOptions) -> Result<ClusterConfig> {
     let mut rb = ReadBuf::default();
     if let Some(c) = &opts.credentials {
         let mut login = crate::core::auth::login_for(c);
-        run(&mut stream, &mut rb, login.as_mut(), &ctx, opts)
+        run(&mut stream, &mut rb, login.as_mut(), &ctx, opts, &deadline)
             .map_err(crate::core::auth::login_failed)?;
     }
-    run(&mut stream, &mut rb, &mut Discover::new(), &ctx, opts)
+    run(
+        &mut stream,
+        &mut rb,
+        &mut Discover::new(),
+        &ctx,
+        opts,
+        &deadline,
+    )
+}
+
+/// The end of one discovery request's reading.
+struct Deadline {
+    at: Instant,
+    budget: Duration,
+}
+
+impl Deadline {
+    fn after(budget: Duration) -> Deadline {
+        let now = Instant::now();
+        Deadline {
+            at: now.checked_add(budget).unwrap_or(now),
+            budget,
+        }
+    }
+
+    /// What is left for the next read: `None` once it is over.
+    fn left(&self) -> Option<Duration> {
+        Some(self.at.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
+    }
 }
 
 /// Drive `ex` over `stream` to its end.
@@ -161,8 +193,14 @@ fn run<E: Exchange + ?Sized>(
     ex: &mut E,
     ctx: &Ctx,
     opts: &ConnOptions,
+    deadline: &Deadline,
 ) -> Result<E::Output> {
     let io = |e: std::io::Error, op, after| Error::io(ctx.server, e, op, after);
+    let late = || Error::Timeout {
+        server: ctx.server.to_owned(),
+        op: "read",
+        after: deadline.budget,
+    };
     loop {
         let mut out = Vec::new();
         match ex.step(rb, &mut out, ctx)? {
@@ -170,8 +208,9 @@ fn run<E: Exchange + ?Sized>(
                 .write_all(&out)
                 .map_err(|e| io(e, "write", opts.write_timeout))?,
             Step::Read => match stream
-                .read(rb.spare())
-                .map_err(|e| io(e, "read", opts.read_timeout))?
+                .set_read_timeout(Some(deadline.left().ok_or_else(late)?))
+                .and_then(|()| stream.read(rb.spare()))
+                .map_err(|e| io(e, "read", deadline.budget))?
             {
                 0 => {
                     let eof = std::io::ErrorKind::UnexpectedEof.into();
@@ -302,7 +341,7 @@ impl Poller {
             .spawn(move || {
                 let mut tracker = Tracker::new(first);
                 while sleep(d.poll_interval(), &stop2) {
-                    let polled = poll(&mut tracker, &d, &opts);
+                    let polled = poll(&mut tracker, &d, &opts, &stop2);
                     let mut st = status2.lock().unwrap_or_else(|p| p.into_inner());
                     st.polls += 1;
                     let c = match polled {
@@ -362,9 +401,18 @@ impl Drop for Poller {
 }
 
 /// One poll: ask each candidate until one answers. The error of the last one when none does.
-fn poll(tracker: &mut Tracker, d: &Discovery, opts: &ConnOptions) -> Result<ClusterConfig> {
+fn poll(
+    tracker: &mut Tracker,
+    d: &Discovery,
+    opts: &ConnOptions,
+    stop: &AtomicBool,
+) -> Result<ClusterConfig> {
     let mut last = None;
     for node in tracker.candidates(d.endpoint(), d.kind()) {
+        // a drop waits for at most the request in flight, not for every node's
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         match ask(&node, opts) {
             Ok(c) => return Ok(c),
             Err(e) => last = Some(e),

@@ -1,6 +1,6 @@
 //! Managed memcached in the library, both clients: a node replaced under the same name (a new
 //! address from the resolver), resolution bounded by the connect timeout, and discovery that
-//! follows a new configuration version.
+//! follows a new configuration version, and a discovery endpoint that trickles its reply.
 //!
 //! Servers on 127.0.33.x (no other test binary uses 127.0.33.x); the discovery endpoint is
 //! `tests/fakes/elasticache_config.py`, serving the documented bytes.
@@ -479,4 +479,116 @@ fn connections_to_an_old_address_go_after_a_failure_async() {
     // the name is looked up again off the runtime's threads: let that finish
     let settle = || std::thread::sleep(Duration::from_millis(300));
     moved_while_the_old_node_answers(&set, &settle, &table, &a, &b);
+}
+
+/// A discovery endpoint on 127.0.33.40 that answers `config get cluster` with `body`: at once
+/// on the first `fast` connections, then one byte every 300 ms. Its address.
+fn trickling_endpoint(body: String, fast: usize) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener =
+        std::net::TcpListener::bind((Ipv4Addr::new(127, 0, 33, 40), 0)).expect("listens");
+    let addr = listener.local_addr().expect("address").to_string();
+    let reply = format!("CONFIG cluster 0 {}\r\n{body}\r\nEND\r\n", body.len());
+    std::thread::spawn(move || {
+        for (i, conn) in listener.incoming().enumerate() {
+            let Ok(conn) = conn else { return };
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let mut r = BufReader::new(conn.try_clone().expect("clone"));
+                if r.read_line(&mut line).is_err() {
+                    return;
+                }
+                let mut w = conn;
+                if i < fast {
+                    let _ = w.write_all(reply.as_bytes());
+                    return;
+                }
+                for b in reply.bytes() {
+                    if w.write_all(&[b]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// An endpoint that trickles its reply a byte at a time never trips a per-read timeout; the
+/// read timeout bounds the whole reply: the build fails in both clients within it (the
+/// trickle would take 20 s), with the timeout.
+#[test]
+fn a_trickling_discovery_endpoint_fails_the_build_within_the_read_timeout() {
+    let m = Memcached::start(Ipv4Addr::new(127, 0, 33, 41), 0, "");
+    let ep = trickling_endpoint(body(1, &[&m]), 0);
+    let d = Discovery::new(&ep).expect("endpoint");
+    let read_timeout = Duration::from_millis(800);
+    let check = |e: memshard::Error, took: Duration, who: &str| {
+        assert!(
+            matches!(e, memshard::Error::Timeout { op: "read", after, .. } if after == read_timeout),
+            "{who}: {e:?}"
+        );
+        // the connect, then at most the read timeout: far below the 20 s of the trickle
+        assert!(
+            took < Duration::from_secs(5),
+            "{who}: the build took {took:?}"
+        );
+    };
+    let t = Instant::now();
+    let e = Client::builder()
+        .discover(d.clone())
+        .read_timeout(read_timeout)
+        .build()
+        .expect_err("no configuration in time");
+    check(e, t.elapsed(), "blocking");
+    #[cfg(feature = "async")]
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let t = Instant::now();
+            let e = memshard::aio::Client::builder()
+                .discover(d)
+                .read_timeout(read_timeout)
+                .build()
+                .expect_err("no configuration in time");
+            check(e, t.elapsed(), "async");
+        });
+}
+
+/// A poll of an endpoint that starts to trickle: the poll records the timeout and goes on, and
+/// dropping the client does not wait for the trickle.
+#[test]
+fn a_poll_of_a_trickling_endpoint_records_the_timeout_and_drop_does_not_wait() {
+    let m = Memcached::start(Ipv4Addr::new(127, 0, 33, 42), 0, "");
+    let ep = trickling_endpoint(body(1, &[&m]), 1);
+    let client = Client::builder()
+        .discover(
+            Discovery::new(&ep)
+                .expect("endpoint")
+                .interval(Duration::from_millis(100)),
+        )
+        .read_timeout(Duration::from_millis(800))
+        .build()
+        .expect("the first configuration comes at once");
+    let t = Instant::now();
+    let error = loop {
+        let st = client.discovery().expect("discovery");
+        if let Some(e) = st.last_error {
+            break e;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no poll error after {:?}: {st:?}",
+            t.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(error.contains("timeout after 800 ms"), "{error}");
+    // a poll is in flight (the endpoint trickles every poll): drop ends it within the timeout
+    let t = Instant::now();
+    drop(client);
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(5), "drop took {took:?}");
 }
