@@ -123,23 +123,15 @@ impl AsyncConn {
                     .map(Stream::Unix)
                     .map_err(|e| Error::io(server, e, "connect", opts.connect_timeout));
             }
-            let addrs: Vec<std::net::SocketAddr> = match (host.parse::<IpAddr>(), &opts.resolver) {
-                (Ok(ip), _) => vec![(ip, port).into()],
-                (Err(_), None) => tokio::net::lookup_host((host, port))
-                    .await
+            let addrs: Vec<std::net::SocketAddr> = match host.parse::<IpAddr>() {
+                Ok(ip) => vec![(ip, port).into()],
+                // A resolver may block: on a thread of its own, one per name whoever asks, and
+                // waited for under the connect timeout like the rest of the connect. Not
+                // tokio's blocking pool: a hung look-up there holds a pool thread per call.
+                Err(_) => crate::core::resolve::landed(opts, host, port)
                     .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?
-                    .collect(),
-                // the user's resolver may block: off the runtime's threads, under the
-                // connect timeout like the rest of the connect
-                (Err(_), Some(r)) => {
-                    let (r, name) = (r.clone(), host.to_owned());
-                    tokio::task::spawn_blocking(move || r.resolve(&name, port))
-                        .await
-                        .map_err(|e| {
-                            Error::io(server, io::Error::other(e), "resolve", opts.connect_timeout)
-                        })?
-                        .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?
-                }
+                    .await
+                    .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?,
             };
             let mut last = None;
             for a in addrs {

@@ -1,14 +1,136 @@
 //! A server's addresses, found within the connect timeout.
 //!
 //! `getaddrinfo` cannot be cancelled and can block for many seconds on a sick resolver, so a
-//! name is resolved on a thread of its own and waited for no longer than the connect timeout;
-//! a late answer is dropped with its thread. An IP address needs no resolver.
+//! name is resolved on a thread of its own and waited for no longer than the connect timeout.
+//! One look-up of a name is in flight at a time, whoever asks: every caller waits for the same
+//! answer, so a resolver that hangs holds one thread per name, not one per call (a thousand
+//! calls once left a thousand threads, and filled tokio's blocking pool). An IP address needs
+//! no resolver.
 
 use crate::error::{Error, Result};
 use crate::settings::{ConnOptions, Resolve, SystemResolver};
+use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, mpsc};
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+/// What a look-up answered: `io::Error` is not `Clone`, so its kind and text are shared.
+type Answer = std::result::Result<Vec<SocketAddr>, (io::ErrorKind, String)>;
+
+/// One look-up in flight, and everyone waiting for it.
+#[derive(Default)]
+struct Flight {
+    state: Mutex<Landing>,
+    landed: Condvar,
+}
+
+#[derive(Default)]
+struct Landing {
+    answer: Option<Answer>,
+    wakers: Vec<Waker>,
+}
+
+/// A look-up is the same one for the same resolver, name and port. The resolver is told by
+/// its address (0 for the system's): the flight holds it, so the address is not reused while
+/// the flight is in the map.
+type FlightKey = (usize, String, u16);
+
+fn flights() -> &'static Mutex<HashMap<FlightKey, Arc<Flight>>> {
+    static FLIGHTS: OnceLock<Mutex<HashMap<FlightKey, Arc<Flight>>>> = OnceLock::new();
+    FLIGHTS.get_or_init(Mutex::default)
+}
+
+/// The look-up of `host` at `port` in flight, started if none is.
+fn flight(opts: &ConnOptions, host: &str, port: u16) -> io::Result<Arc<Flight>> {
+    let id = opts
+        .resolver
+        .as_ref()
+        .map_or(0, |r| Arc::as_ptr(r).cast::<()>() as usize);
+    let key = (id, host.to_owned(), port);
+    let mut map = flights().lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(f) = map.get(&key) {
+        return Ok(f.clone());
+    }
+    let f = Arc::new(Flight::default());
+    let (resolver, mine, k) = (resolver_of(opts), f.clone(), key.clone());
+    std::thread::Builder::new()
+        .name("memshard-resolve".into())
+        .spawn(move || {
+            let answer = resolver
+                .resolve(&k.1, k.2)
+                .map_err(|e| (e.kind(), e.to_string()));
+            let wakers = {
+                let mut landing = mine.state.lock().unwrap_or_else(PoisonError::into_inner);
+                landing.answer = Some(answer);
+                std::mem::take(&mut landing.wakers)
+            };
+            mine.landed.notify_all();
+            wakers.into_iter().for_each(Waker::wake);
+            // the next caller starts a new look-up
+            let mut map = flights().lock().unwrap_or_else(PoisonError::into_inner);
+            if map.get(&k).is_some_and(|f| Arc::ptr_eq(f, &mine)) {
+                map.remove(&k);
+            }
+        })?;
+    map.insert(key, f.clone());
+    Ok(f)
+}
+
+impl Flight {
+    /// Its answer, waited for until `deadline`.
+    fn wait(&self, deadline: Instant) -> Option<Answer> {
+        let mut landing = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(a) = &landing.answer {
+                return Some(a.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            landing = self
+                .landed
+                .wait_timeout(landing, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// The answer of a look-up in flight, as a future that holds no thread while it waits (the
+/// async client bounds it with the connect timeout).
+pub(crate) struct Landed(Arc<Flight>);
+
+impl Future for Landed {
+    type Output = io::Result<Vec<SocketAddr>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut landing = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match &landing.answer {
+            Some(a) => Poll::Ready(answered(a.clone())),
+            None => {
+                if !landing.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    landing.wakers.push(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+fn answered(a: Answer) -> io::Result<Vec<SocketAddr>> {
+    a.map_err(|(kind, text)| io::Error::new(kind, text))
+}
+
+/// The look-up of `host` at `port` through `opts`'s resolver, shared with every other caller
+/// asking for it meanwhile.
+pub(crate) fn landed(opts: &ConnOptions, host: &str, port: u16) -> io::Result<Landed> {
+    flight(opts, host, port).map(Landed)
+}
 
 /// The resolver `opts` names, or the system's.
 pub(crate) fn resolver_of(opts: &ConnOptions) -> Arc<dyn Resolve> {
@@ -42,19 +164,15 @@ pub(crate) fn resolve(
     {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    let (tx, rx) = mpsc::sync_channel(1);
-    let (resolver, name) = (resolver_of(opts), host.to_owned());
-    let spawned = std::thread::Builder::new()
-        .name("memshard-resolve".into())
-        .spawn(move || {
-            let _ = tx.send(resolver.resolve(&name, port));
-        });
-    if let Err(e) = spawned {
-        return Err(Error::io(server, e, "resolve", opts.connect_timeout));
-    }
-    let addrs = match rx.recv_timeout(opts.connect_timeout) {
-        Ok(r) => r.map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?,
-        Err(_) => {
+    let f = flight(opts, host, port)
+        .map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?;
+    let now = Instant::now();
+    let deadline = now.checked_add(opts.connect_timeout).unwrap_or(now);
+    let addrs = match f.wait(deadline) {
+        Some(a) => {
+            answered(a).map_err(|e| Error::io(server, e, "resolve", opts.connect_timeout))?
+        }
+        None => {
             return Err(Error::Timeout {
                 server: server.to_owned(),
                 op: "resolve",
@@ -117,6 +235,77 @@ mod tests {
         let o = opts(Slow(Duration::ZERO), 2000);
         let a = resolve(&o, "cache.test", 11300, "s").expect("resolves");
         assert_eq!(a, [SocketAddr::from(([127, 0, 0, 9], 11300))]);
+    }
+
+    /// A resolver that never answers in the test's time, counting its calls.
+    #[derive(Debug, Default)]
+    struct Hung(std::sync::atomic::AtomicUsize);
+    impl Resolve for Hung {
+        fn resolve(&self, _: &str, _: u16) -> io::Result<Vec<SocketAddr>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(Duration::from_secs(20));
+            Err(io::ErrorKind::TimedOut.into())
+        }
+    }
+
+    /// 1,000 calls for a name whose look-up hangs: each times out, and one look-up (one
+    /// thread) serves them all; another name has a look-up of its own.
+    #[test]
+    fn a_hung_look_up_holds_one_thread_for_every_caller() {
+        let hung = Arc::new(Hung::default());
+        let o = ConnOptions {
+            connect_timeout: Duration::from_millis(5),
+            resolver: Some(hung.clone()),
+            ..ConnOptions::default()
+        };
+        std::thread::scope(|s| {
+            for _ in 0..20 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        let e = resolve(&o, "hung.test", 11211, "s").expect_err("hangs");
+                        assert!(matches!(e, Error::Timeout { op: "resolve", .. }), "{e:?}");
+                    }
+                });
+            }
+        });
+        let calls = || hung.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(calls(), 1, "one look-up for 1,000 calls");
+        let _ = resolve(&o, "other.test", 11211, "s");
+        let _ = resolve(&o, "hung.test", 11212, "s");
+        assert_eq!(calls(), 3, "one per name and port");
+    }
+
+    /// The async wait holds no thread: 1,000 waits of a hung look-up leave tokio's blocking
+    /// pool free for everything else.
+    #[test]
+    fn async_waits_for_a_hung_look_up_hold_no_blocking_thread() {
+        let hung = Arc::new(Hung::default());
+        let o = ConnOptions {
+            resolver: Some(hung.clone()),
+            ..ConnOptions::default()
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(4)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let waits: Vec<_> = (0..1000)
+                .map(|_| {
+                    let f = landed(&o, "hung-async.test", 1).expect("started");
+                    tokio::spawn(tokio::time::timeout(Duration::from_secs(30), f))
+                })
+                .collect();
+            let other = tokio::task::spawn_blocking(|| 7);
+            let got = tokio::time::timeout(Duration::from_secs(5), other).await;
+            assert!(
+                matches!(got, Ok(Ok(7))),
+                "the blocking pool is held: {got:?}"
+            );
+            assert_eq!(hung.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+            waits.iter().for_each(|w| w.abort());
+        });
     }
 
     #[test]
