@@ -114,14 +114,15 @@ pub fn fetch(endpoint: &Server, timeout: Duration) -> Result<ClusterConfig> {
         write_timeout: timeout,
         ..ConnOptions::default()
     };
-    ask(endpoint, &opts)
+    ask(endpoint, &opts, true)
 }
 
-/// One discovery request to `node`: connect, log in if `opts` has credentials, ask. The
+/// One discovery request to `node`: connect, log in if `opts` has credentials, ask (the
+/// legacy key too when `endpoint`, the configuration endpoint, is who is asked). The
 /// connect takes at most the connect timeout, and the login and the reply together at most the
 /// read timeout: a per-read timeout alone lets an endpoint that sends a byte now and then hold
 /// a build, a poll and the client's drop for as long as it likes.
-fn ask(node: &Server, opts: &ConnOptions) -> Result<ClusterConfig> {
+fn ask(node: &Server, opts: &ConnOptions, endpoint: bool) -> Result<ClusterConfig> {
     let label = node.addr.as_str();
     let addrs = crate::core::resolve::resolve(opts, node.connect_host(), node.port, label)?;
     let mut last = None;
@@ -158,7 +159,11 @@ fn ask(node: &Server, opts: &ConnOptions) -> Result<ClusterConfig> {
     run(
         &mut stream,
         &mut rb,
-        &mut Discover::new(),
+        &mut if endpoint {
+            Discover::new()
+        } else {
+            Discover::of_data_node()
+        },
         &ctx,
         opts,
         &deadline,
@@ -224,6 +229,12 @@ fn run<E: Exchange + ?Sized>(
     }
 }
 
+/// The most a polled configuration's version may be above the one in force. ElastiCache counts
+/// one per change; a version far ahead (`u64::MAX`, say) is a corrupt or forged reply, and
+/// applying it would leave no later version newer: discovery would be frozen for good. Such a
+/// configuration is ignored (counted in `DiscoveryStatus::ignored`).
+pub(crate) const MAX_VERSION_JUMP: u64 = 1 << 20;
+
 /// What to do with a configuration a poll brought.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Offer {
@@ -250,9 +261,11 @@ impl Tracker {
 
     /// Whether `c` replaces the configuration in force: a strictly greater version whose
     /// nodes differ (the AWS clients' rule; an equal version is never applied, even with
-    /// other nodes).
+    /// other nodes), and at most [`MAX_VERSION_JUMP`] greater.
     pub(crate) fn offer(&self, c: &ClusterConfig) -> Offer {
-        if c.version > self.current.version && c.nodes != self.current.nodes {
+        let newer = c.version > self.current.version
+            && c.version - self.current.version <= MAX_VERSION_JUMP;
+        if newer && c.nodes != self.current.nodes {
             Offer::Apply
         } else {
             Offer::Ignore
@@ -292,7 +305,7 @@ pub(crate) fn first(settings: &mut Settings) -> Result<Option<ClusterConfig>> {
                 .into(),
         }));
     }
-    let config = ask(d.endpoint(), &settings.conn)?;
+    let config = ask(d.endpoint(), &settings.conn, true)?;
     settings.servers = servers_for(&config, settings.flavor);
     Ok(Some(config))
 }
@@ -413,7 +426,7 @@ fn poll(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        match ask(&node, opts) {
+        match ask(&node, opts, node == *d.endpoint()) {
             Ok(c) => return Ok(c),
             Err(e) => last = Some(e),
         }
@@ -539,6 +552,13 @@ mod tests {
         assert_eq!(t.offer(&config(5, b.clone())), Offer::Ignore);
         assert_eq!(t.offer(&config(4, b.clone())), Offer::Ignore);
         assert_eq!(t.offer(&config(7, a)), Offer::Ignore);
+        // a version far ahead would freeze discovery: ignored
+        assert_eq!(t.offer(&config(u64::MAX, b.clone())), Offer::Ignore);
+        assert_eq!(
+            t.offer(&config(5 + MAX_VERSION_JUMP + 1, b.clone())),
+            Offer::Ignore
+        );
+        assert_eq!(t.offer(&config(5 + MAX_VERSION_JUMP, b)), Offer::Apply);
     }
 
     #[test]

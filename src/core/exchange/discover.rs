@@ -10,9 +10,11 @@ use crate::proto::discovery::{
     parse_discovery_reply,
 };
 
-/// Ask for the cluster configuration; on `ERROR` or a miss, ask the legacy way once.
+/// Ask for the cluster configuration; on `ERROR` or a miss, ask the legacy way once, of the
+/// configuration endpoint only.
 pub(crate) struct Discover {
     state: State,
+    legacy: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -23,8 +25,23 @@ enum State {
 }
 
 impl Discover {
+    /// Of the configuration endpoint: the legacy key is asked for when the engine does not
+    /// know `config get cluster`.
     pub(crate) fn new() -> Self {
-        Discover { state: State::Ask }
+        Discover {
+            state: State::Ask,
+            legacy: true,
+        }
+    }
+
+    /// Of a data node: `config get cluster` only. On a data node the legacy key is an item
+    /// like any other, which any user of the cache can write: taking it would let them point
+    /// every client elsewhere.
+    pub(crate) fn of_data_node() -> Self {
+        Discover {
+            legacy: false,
+            ..Discover::new()
+        }
     }
 }
 
@@ -61,7 +78,7 @@ impl Exchange for Discover {
         rb.consume(used);
         match (reply, self.state) {
             (DiscoveryReply::Config(c), _) => Ok(Step::Done(c)),
-            (DiscoveryReply::Unsupported(_), State::AwaitConfig) => {
+            (DiscoveryReply::Unsupported(_), State::AwaitConfig) if self.legacy => {
                 out.extend_from_slice(LEGACY_GET_CLUSTER);
                 self.state = State::AwaitLegacy;
                 Ok(Step::Write)
@@ -123,6 +140,28 @@ mod tests {
                 [CONFIG_GET_CLUSTER.to_vec(), LEGACY_GET_CLUSTER.to_vec()]
             );
             assert_eq!(r.expect("legacy").nodes.len(), 2);
+        }
+    }
+
+    /// A data node is asked the new way only: its legacy key is anybody's item.
+    #[test]
+    fn a_data_node_is_never_asked_the_legacy_key() {
+        for refusal in ["ERROR\r\n", "END\r\n"] {
+            let (writes, r) = drive_script(
+                &mut Discover::of_data_node(),
+                &[refusal, &config("VALUE AmazonElastiCache:cluster")],
+            );
+            assert_eq!(writes, [CONFIG_GET_CLUSTER.to_vec()]);
+            assert!(
+                matches!(
+                    r,
+                    Err(Error::Discovery {
+                        problem: DiscoveryError::NotAnEndpoint { .. },
+                        ..
+                    })
+                ),
+                "{r:?}"
+            );
         }
     }
 
