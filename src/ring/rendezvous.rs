@@ -108,4 +108,27 @@ mod tests {
         let same: Vec<String> = vec!["a:1".into(), "a:1".into()];
         assert_eq!(owner(&same, b"k"), Some(0));
     }
+
+    /// A real tie between two names: key `k` scores 0xa6192275 on both. pymemcache 4.0.0's
+    /// `RendezvousHash(nodes).get_node("k")` answers `10.1.66.9:11211`, the larger name, in
+    /// either order of the nodes (run against the installed pymemcache).
+    #[test]
+    fn a_real_tie_goes_to_the_larger_name_in_either_order() {
+        let (low, high) = ("10.0.242.254:11211", "10.1.66.9:11211");
+        let score = |n: &str| murmur3_32(scored_text(n, b"k"));
+        assert_eq!((score(low), score(high)), (0xa619_2275, 0xa619_2275));
+        for (nodes, winner) in [(vec![low, high], 1), (vec![high, low], 0)] {
+            let nodes: Vec<String> = nodes.into_iter().map(String::from).collect();
+            assert_eq!(owner(&nodes, b"k"), Some(winner), "{nodes:?}");
+            assert_eq!(ranking(&nodes, b"k"), [winner, 1 - winner], "{nodes:?}");
+        }
+        // among others, the tied pair still ranks the larger name first
+        let nodes: Vec<String> = [low, "127.0.0.1:1", high, "127.0.0.2:1"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let r = ranking(&nodes, b"k");
+        let at = |i| r.iter().position(|&x| x == i);
+        assert!(at(2) < at(0), "{r:?}");
+    }
 }
