@@ -597,3 +597,49 @@ fn a_poll_of_a_trickling_endpoint_records_the_timeout_and_drop_does_not_wait() {
     let took = t.elapsed();
     assert!(took < Duration::from_secs(5), "drop took {took:?}");
 }
+
+/// Memorystore: only the discovery endpoint is polled; its data nodes (recorders here) never
+/// get a discovery command, where ElastiCache's would be asked first.
+#[test]
+fn a_memorystore_poll_asks_only_the_endpoint() {
+    let (a, a_lines) = line_recorder();
+    let (b, b_lines) = line_recorder();
+    let body = format!(
+        "1\nn0.cache|{}|{} n1.cache|{}|{}\n",
+        a.ip(),
+        a.port(),
+        b.ip(),
+        b.port()
+    );
+    let ep = trickling_endpoint(body, usize::MAX);
+    let client = Client::builder()
+        .discover(
+            Discovery::memorystore(&ep)
+                .expect("endpoint")
+                .interval(Duration::from_millis(50)),
+        )
+        .flavor(Flavor::LibmemcachedModula)
+        .build()
+        .expect("builds");
+    let t = Instant::now();
+    while client.discovery().expect("discovery").polls < 5 {
+        assert!(t.elapsed() < Duration::from_secs(60), "no 5 polls in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = client.discovery().expect("discovery");
+    assert_eq!(st.last_error, None, "{st:?}");
+    // the nodes serve requests, never discovery
+    assert_eq!(client.get("k").expect("a miss"), None);
+    drop(client);
+    let lines: Vec<String> = [a_lines, b_lines]
+        .iter()
+        .flat_map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.starts_with("config") && !l.contains("AmazonElastiCache")),
+        "a data node was asked for the configuration: {lines:?}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("get k")), "{lines:?}");
+}

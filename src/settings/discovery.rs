@@ -97,6 +97,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_constructor_names_its_service() {
+        let e = Discovery::new("cfg.cache:11212").expect("endpoint");
+        assert_eq!(e.kind(), DiscoveryKind::ElastiCache);
+        assert_eq!(e.endpoint().addr, "cfg.cache:11212");
+        let m = Discovery::memorystore("10.0.0.5:11211").expect("endpoint");
+        assert_eq!(m.kind(), DiscoveryKind::Memorystore);
+        assert_eq!(m.endpoint().addr, "10.0.0.5:11211");
+        assert_eq!(
+            m.kind_of(DiscoveryKind::ElastiCache).kind(),
+            DiscoveryKind::ElastiCache
+        );
+        assert!(Discovery::memorystore("").is_err());
+    }
+
+    #[test]
     fn the_poll_interval_is_kept_and_checked() {
         let d = Discovery::new("127.0.0.1:11211").expect("endpoint");
         assert_eq!(d.poll_interval(), DEFAULT_DISCOVERY_INTERVAL);
