@@ -10,12 +10,16 @@
 use crate::error::{Error, Result};
 use crate::settings::{ConnOptions, Resolve, SystemResolver};
 use std::collections::HashMap;
+#[cfg(feature = "async")]
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+#[cfg(feature = "async")]
 use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
+#[cfg(feature = "async")]
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 /// What a look-up answered: `io::Error` is not `Clone`, so its kind and text are shared.
@@ -101,10 +105,12 @@ impl Flight {
     }
 }
 
+#[cfg(feature = "async")]
 /// The answer of a look-up in flight, as a future that holds no thread while it waits (the
 /// async client bounds it with the connect timeout).
 pub(crate) struct Landed(Arc<Flight>);
 
+#[cfg(feature = "async")]
 impl Future for Landed {
     type Output = io::Result<Vec<SocketAddr>>;
 
@@ -128,6 +134,7 @@ fn answered(a: Answer) -> io::Result<Vec<SocketAddr>> {
 
 /// The look-up of `host` at `port` through `opts`'s resolver, shared with every other caller
 /// asking for it meanwhile.
+#[cfg(feature = "async")]
 pub(crate) fn landed(opts: &ConnOptions, host: &str, port: u16) -> io::Result<Landed> {
     flight(opts, host, port).map(Landed)
 }
@@ -277,6 +284,7 @@ mod tests {
 
     /// The async wait holds no thread: 1,000 waits of a hung look-up leave tokio's blocking
     /// pool free for everything else.
+    #[cfg(feature = "async")]
     #[test]
     fn async_waits_for_a_hung_look_up_hold_no_blocking_thread() {
         let hung = Arc::new(Hung::default());
