@@ -543,6 +543,51 @@ mod tests {
         assert!(matches!(e, Error::Io { op: "connect", .. }), "{e:?}");
     }
 
+    /// A loopback listener with a backlog of 0 whose queue is full (`held` connected and never
+    /// accepted): Linux drops the SYN of any further connect (`tcp_conn_request`), so it waits
+    /// for its timeout. The listener's descriptor and port.
+    fn full_listener(held: &mut Vec<std::net::TcpStream>) -> (std::os::fd::OwnedFd, u16) {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain socket calls on a descriptor this function owns; `sa` and `len` are
+        // valid for the sizes passed.
+        let (fd, port) = unsafe {
+            let raw = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(raw >= 0, "socket");
+            let fd = std::os::fd::OwnedFd::from_raw_fd(raw);
+            let mut sa: libc::sockaddr_in = std::mem::zeroed();
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let p = (&raw mut sa).cast::<libc::sockaddr>();
+            assert_eq!(libc::bind(raw, p, len), 0, "bind");
+            assert_eq!(libc::listen(raw, 0), 0, "listen");
+            assert_eq!(libc::getsockname(raw, p, &raw mut len), 0, "getsockname");
+            (fd, u16::from_be(sa.sin_port))
+        };
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        for _ in 0..16 {
+            match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(s) => held.push(s),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return (fd, port),
+                Err(e) => panic!("connect to the listener: {e}"),
+            }
+        }
+        panic!("the listener's queue never filled");
+    }
+
+    #[test]
+    fn fetch_bounds_a_connect_that_gets_no_answer_by_its_timeout() {
+        let mut held = Vec::new();
+        let (_listener, port) = full_listener(&mut held);
+        let endpoint = Server::new("127.0.0.1", port);
+        // ConnOptions' default connect timeout is 500 ms: 150 ms is this call's own
+        let e = fetch(&endpoint, Duration::from_millis(150)).expect_err("no accept");
+        assert!(
+            matches!(e, Error::Timeout { op: "connect", after, .. } if after == Duration::from_millis(150)),
+            "{e:?}"
+        );
+    }
+
     #[test]
     fn only_a_newer_version_with_other_nodes_is_applied() {
         let a = vec![node("a", "10.0.0.1", 11211)];

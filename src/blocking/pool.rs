@@ -681,4 +681,68 @@ mod tests {
         drop(c);
         assert_eq!(f.accepted(2), 2);
     }
+
+    /// Resolves every name to the fake server, and invalidates `pool` during the second
+    /// look-up: while `top_up` connects, as a server marked down meanwhile would.
+    #[derive(Debug, Default)]
+    struct DownDuringTopUp {
+        port: u16,
+        calls: std::sync::atomic::AtomicUsize,
+        pool: Mutex<std::sync::Weak<Pool>>,
+        invalidated: AtomicBool,
+    }
+
+    impl crate::settings::Resolve for DownDuringTopUp {
+        fn resolve(&self, _: &str, _: u16) -> std::io::Result<Vec<std::net::SocketAddr>> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 1
+                && let Some(p) = self.pool.lock().unwrap().upgrade()
+            {
+                p.invalidate_now();
+                self.invalidated.store(true, Ordering::SeqCst);
+            }
+            Ok(vec![std::net::SocketAddr::from(([127, 0, 0, 1], self.port))])
+        }
+    }
+
+    #[test]
+    fn a_connection_made_across_an_invalidation_is_not_kept_idle() {
+        let f = Fake::start();
+        // a look-up that starts before the last one left the shared map reuses its answer
+        // without asking the resolver: then no invalidation happened, and the pool is rebuilt
+        for _ in 0..20 {
+            let r = Arc::new(DownDuringTopUp {
+                port: f.port,
+                ..DownDuringTopUp::default()
+            });
+            let opts = ConnOptions {
+                resolver: Some(r.clone()),
+                ..ConnOptions::default()
+            };
+            let p = Arc::new(Pool::new(
+                "top-up.pool.test",
+                f.port,
+                "top-up.pool.test",
+                opts,
+                PoolSettings {
+                    size: 4,
+                    min_idle: 2,
+                    checkout_timeout: Duration::from_millis(50),
+                    ping: false,
+                },
+            ));
+            *r.pool.lock().unwrap() = Arc::downgrade(&p);
+            let c = p.get().expect("get");
+            if !r.invalidated.load(Ordering::SeqCst) {
+                continue;
+            }
+            // the top-up's connection belongs to the generation before the invalidation: it
+            // is closed, not kept idle (where it would count toward min_idle and hold a
+            // socket to a server that went down)
+            assert_eq!(p.state(), PoolState { idle: 0, busy: 1 });
+            drop(c);
+            assert_eq!(p.state(), PoolState { idle: 0, busy: 0 });
+            return;
+        }
+        panic!("the resolver was never asked during the top-up");
+    }
 }
