@@ -648,3 +648,55 @@ fn a_memorystore_poll_asks_only_the_endpoint() {
     );
     assert!(lines.iter().any(|l| l.starts_with("get k")), "{lines:?}");
 }
+
+/// Connections `m` accepted while `requests` ran (its `total_connections`, less the `stats`
+/// connection that reads it).
+fn opened_by(m: &Memcached, requests: impl FnOnce()) -> u64 {
+    let before = m.stat("total_connections");
+    requests();
+    m.stat("total_connections") - before - 1
+}
+
+/// A new connection to the address the others reached retires none of them: a pool of 4 with
+/// 3 kept idle opens at most 4 connections for 40 requests one after another, in both
+/// clients (retiring the older ones at each connect would reconnect at every checkout).
+#[test]
+fn connections_to_the_same_address_are_kept_in_both_clients() {
+    let m = Memcached::start(Ipv4Addr::new(127, 0, 33, 50), 0, "");
+    let server = || Server::new(m.sock().ip().to_string(), m.sock().port());
+    let opened = opened_by(&m, || {
+        let client = Client::builder()
+            .servers([server()])
+            .pool_size(4)
+            .min_idle(3)
+            .build()
+            .expect("builds");
+        for i in 0..40 {
+            client
+                .set(format!("blocking:{i}"), "v", Expiry::NEVER)
+                .expect("set");
+        }
+    });
+    assert!(opened <= 4, "blocking: {opened} connections for 40 requests");
+    #[cfg(feature = "async")]
+    {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let opened = opened_by(&m, || {
+            rt.block_on(async {
+                let client = memshard::aio::Client::builder()
+                    .servers([server()])
+                    .pool_size(4)
+                    .min_idle(3)
+                    .build()
+                    .expect("builds");
+                for i in 0..40 {
+                    client
+                        .set(format!("async:{i}"), "v", Expiry::NEVER)
+                        .await
+                        .expect("set");
+                }
+            })
+        });
+        assert!(opened <= 4, "async: {opened} connections for 40 requests");
+    }
+}
