@@ -980,6 +980,26 @@ mod tests {
         assert_eq!(pools[1].held("127.0.0.1:2", "old"), None);
     }
 
+    /// A warm-up set keeps the new pool's answer when it is not a miss, even where the old
+    /// copy took the write: memcached answers a set `STORED` or `NOT_STORED` only, but a
+    /// server in front of it (a proxy) may answer `EXISTS`, and that answer is the route's.
+    #[test]
+    fn a_warm_up_set_answers_with_the_new_pool_unless_it_missed() {
+        let (pools, state) = (pools(), warm_up());
+        {
+            let mut script = pools[0].script.lock().unwrap_or_else(|p| p.into_inner());
+            script.push_back(Box::new(|_| b"VERSION fake\r\n".to_vec()));
+            script.push_back(Box::new(|_| b"EXISTS\r\n".to_vec()));
+        }
+        let route = Route::new(&pools, &state);
+        let r = now(
+            &pools[0],
+            route.store(StoreCommand::Set, (b"k", b"v"), (0, Expiry::NEVER)),
+        );
+        assert_eq!(r.unwrap(), StoreOutcome::Exists);
+        assert_eq!(pools[1].held("127.0.0.1:2", "k").as_deref(), Some(&b"v"[..]));
+    }
+
     /// The same for many keys at once: each key's answer is its own.
     #[test]
     fn a_warm_up_delete_multi_answers_each_key_for_its_copies() {
