@@ -677,7 +677,10 @@ fn connections_to_the_same_address_are_kept_in_both_clients() {
                 .expect("set");
         }
     });
-    assert!(opened <= 4, "blocking: {opened} connections for 40 requests");
+    assert!(
+        opened <= 4,
+        "blocking: {opened} connections for 40 requests"
+    );
     #[cfg(feature = "async")]
     {
         let rt = tokio::runtime::Runtime::new().expect("runtime");

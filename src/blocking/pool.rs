@@ -700,7 +700,10 @@ mod tests {
                 p.invalidate_now();
                 self.invalidated.store(true, Ordering::SeqCst);
             }
-            Ok(vec![std::net::SocketAddr::from(([127, 0, 0, 1], self.port))])
+            Ok(vec![std::net::SocketAddr::from((
+                [127, 0, 0, 1],
+                self.port,
+            ))])
         }
     }
 

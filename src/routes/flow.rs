@@ -997,7 +997,10 @@ mod tests {
             route.store(StoreCommand::Set, (b"k", b"v"), (0, Expiry::NEVER)),
         );
         assert_eq!(r.unwrap(), StoreOutcome::Exists);
-        assert_eq!(pools[1].held("127.0.0.1:2", "k").as_deref(), Some(&b"v"[..]));
+        assert_eq!(
+            pools[1].held("127.0.0.1:2", "k").as_deref(),
+            Some(&b"v"[..])
+        );
     }
 
     /// The same for many keys at once: each key's answer is its own.
