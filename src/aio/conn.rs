@@ -273,3 +273,58 @@ fn tls_waiting(
         Poll::Ready(Err(e)) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::resolve::tests::{Gate, threads};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// 1,000 async connects to a name whose resolver hangs: each is the typed connect
+    /// timeout, one look-up thread serves them all, and tokio's blocking pool (at its default
+    /// size) still runs an unrelated task.
+    #[test]
+    fn connects_to_a_hung_name_leave_the_blocking_pool_free() {
+        let gate = Arc::new(Gate::default());
+        let opts = ConnOptions {
+            connect_timeout: Duration::from_millis(20),
+            resolver: Some(gate.clone()),
+            ..ConnOptions::default()
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let before = threads();
+        let (extra, other) = rt.block_on(async {
+            let calls: Vec<_> = (0..1000)
+                .map(|_| {
+                    let opts = opts.clone();
+                    tokio::spawn(async move {
+                        AsyncConn::open("hung.test", 11211, "hung.test:11211", &opts)
+                            .await
+                            .map(|_| ())
+                    })
+                })
+                .collect();
+            for c in calls {
+                let e = c.await.expect("joined").expect_err("the resolver hangs");
+                assert!(matches!(e, Error::Timeout { op: "connect", .. }), "{e:?}");
+            }
+            // other tests running alongside in this process add threads of their own, hence
+            // the slack in the bound below
+            let extra = threads().saturating_sub(before);
+            let other = timeout(Duration::from_secs(10), tokio::task::spawn_blocking(|| 7)).await;
+            (extra, other)
+        });
+        gate.release();
+        assert!(
+            matches!(other, Ok(Ok(7))),
+            "the blocking pool is held: {other:?}"
+        );
+        assert!(extra <= 100, "{extra} threads left by 1,000 calls");
+        assert_eq!(gate.calls(), 1, "one look-up for 1,000 calls");
+    }
+}

@@ -365,3 +365,40 @@ impl Conn {
         self.link.idle_verdict(peeked, &waiting)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::resolve::tests::{Gate, threads};
+    use std::sync::Arc;
+
+    /// 1,000 connects to a name whose resolver hangs: each is the typed resolve timeout, and
+    /// they leave one look-up thread behind, not one per call.
+    #[test]
+    fn connects_to_a_hung_name_leave_one_resolver_thread() {
+        let gate = Arc::new(Gate::default());
+        let opts = ConnOptions {
+            connect_timeout: Duration::from_millis(5),
+            resolver: Some(gate.clone()),
+            ..ConnOptions::default()
+        };
+        let before = threads();
+        std::thread::scope(|s| {
+            for _ in 0..20 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        let e = Conn::connect("hung.test", 11211, "hung.test:11211", &opts)
+                            .expect_err("the resolver hangs");
+                        assert!(matches!(e, Error::Timeout { op: "resolve", .. }), "{e:?}");
+                    }
+                });
+            }
+        });
+        // the scoped callers have been joined; only look-up threads can remain (other tests
+        // running alongside in this process add threads of their own, hence the slack)
+        let extra = threads().saturating_sub(before);
+        gate.release();
+        assert!(extra <= 100, "{extra} threads left by 1,000 calls");
+        assert_eq!(gate.calls(), 1, "one look-up for 1,000 calls");
+    }
+}

@@ -199,9 +199,48 @@ pub(crate) fn resolve(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    /// A resolver that hangs until released (or dropped by every holder), counting its calls.
+    #[derive(Debug, Default)]
+    pub(crate) struct Gate {
+        open: Mutex<bool>,
+        opened: Condvar,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Gate {
+        /// Lets every hung look-up answer (an error), so their threads end.
+        pub(crate) fn release(&self) {
+            *self.open.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            self.opened.notify_all();
+        }
+
+        pub(crate) fn calls(&self) -> usize {
+            self.calls.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    impl Resolve for Gate {
+        fn resolve(&self, _: &str, _: u16) -> io::Result<Vec<SocketAddr>> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            while !*open {
+                open = self
+                    .opened
+                    .wait(open)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            Err(io::ErrorKind::TimedOut.into())
+        }
+    }
+
+    /// The threads of this process now (Linux: one entry a thread in /proc/self/task).
+    pub(crate) fn threads() -> usize {
+        std::fs::read_dir("/proc/self/task").map_or(0, Iterator::count)
+    }
 
     #[derive(Debug)]
     struct Slow(Duration);
