@@ -432,6 +432,26 @@ fn malformed_replies_fail_with_their_error() {
     }
 }
 
+/// A server list in `dir` naming `addr` alone: its path.
+fn server_list(dir: &tempdir::Dir, addr: &str) -> String {
+    let path = dir.path().join("servers.txt");
+    fs::write(&path, format!("{addr}\n")).expect("servers");
+    path.to_str().expect("utf-8 path").to_owned()
+}
+
+/// The servers of the list at `servers`, logged in to the MemCachier way with the credentials
+/// in `MC_AUTH`.
+fn memcachier_auth(servers: &str) -> [&str; 6] {
+    [
+        "--servers",
+        servers,
+        "--auth-scheme",
+        "memcachier",
+        "--auth-env",
+        "MC_AUTH",
+    ]
+}
+
 /// MemCachier's login: the first command of every connection, the password never shown, the
 /// login never stored.
 #[test]
@@ -452,18 +472,10 @@ fn memcachier_login_through_the_cli() {
         ],
         dir.path(),
     );
-    let servers = dir.path().join("servers.txt");
-    fs::write(&servers, format!("{FAKE_IP}:{port}\n")).expect("servers");
-    let servers = servers.to_str().expect("utf-8 path");
+    let servers = server_list(&dir, &format!("{FAKE_IP}:{port}"));
+    let servers = servers.as_str();
     let good = [("MC_AUTH", "app-7:s3cret pw")];
-    let auth = [
-        "--servers",
-        servers,
-        "--auth-scheme",
-        "memcachier",
-        "--auth-env",
-        "MC_AUTH",
-    ];
+    let auth = memcachier_auth(servers);
     let o = memshard(
         &[&["set"][..], &auth, &["greeting", "hello"]].concat(),
         "",
@@ -534,17 +546,8 @@ fn memcachier_login_through_the_cli() {
 fn a_memcachier_login_to_a_plain_memcached_leaves_no_secret() {
     let plain = Memcached::start(Ipv4Addr::new(127, 0, 32, 7), 0, "");
     let dir = tempdir::Dir::new("memcachier-plain");
-    let servers = dir.path().join("servers.txt");
-    fs::write(&servers, format!("{}\n", plain.addr())).expect("servers");
-    let servers = servers.to_str().expect("utf-8 path");
-    let auth = [
-        "--servers",
-        servers,
-        "--auth-scheme",
-        "memcachier",
-        "--auth-env",
-        "MC_AUTH",
-    ];
+    let servers = server_list(&dir, &plain.addr());
+    let auth = memcachier_auth(&servers);
     let env = [("MC_AUTH", "app-7:s3cret pw")];
     let o = memshard(
         &[&["set"][..], &auth, &["greeting", "hello"]].concat(),
@@ -567,9 +570,8 @@ fn a_memcachier_login_to_a_plain_memcached_leaves_no_secret() {
 fn request_caps_split_a_long_get() {
     let m = Memcached::start(Ipv4Addr::new(127, 0, 32, 6), 0, "");
     let dir = tempdir::Dir::new("caps");
-    let servers = dir.path().join("servers.txt");
-    fs::write(&servers, format!("{}\n", m.addr())).expect("servers");
-    let servers = servers.to_str().expect("utf-8 path");
+    let servers = server_list(&dir, &m.addr());
+    let servers = servers.as_str();
     let keys: Vec<String> = (0..50).map(|i| format!("capped:key:{i}")).collect();
     let lines: String = keys.iter().map(|k| format!("{k}\tv\n")).collect();
     let o = memshard(&["set", "--servers", servers], &lines, &[]);

@@ -283,22 +283,11 @@ pub(crate) mod tests {
         assert_eq!(a, [SocketAddr::from(([127, 0, 0, 9], 11300))]);
     }
 
-    /// A resolver that never answers in the test's time, counting its calls.
-    #[derive(Debug, Default)]
-    struct Hung(std::sync::atomic::AtomicUsize);
-    impl Resolve for Hung {
-        fn resolve(&self, _: &str, _: u16) -> io::Result<Vec<SocketAddr>> {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            std::thread::sleep(Duration::from_secs(20));
-            Err(io::ErrorKind::TimedOut.into())
-        }
-    }
-
     /// 1,000 calls for a name whose look-up hangs: each times out, and one look-up (one
     /// thread) serves them all; another name has a look-up of its own.
     #[test]
     fn a_hung_look_up_holds_one_thread_for_every_caller() {
-        let hung = Arc::new(Hung::default());
+        let hung = Arc::new(Gate::default());
         let o = ConnOptions {
             connect_timeout: Duration::from_millis(5),
             resolver: Some(hung.clone()),
@@ -314,11 +303,12 @@ pub(crate) mod tests {
                 });
             }
         });
-        let calls = || hung.0.load(std::sync::atomic::Ordering::SeqCst);
+        let calls = || hung.calls();
         assert_eq!(calls(), 1, "one look-up for 1,000 calls");
         let _ = resolve(&o, "other.test", 11211, "s");
         let _ = resolve(&o, "hung.test", 11212, "s");
         assert_eq!(calls(), 3, "one per name and port");
+        hung.release();
     }
 
     /// The async wait holds no thread: 1,000 waits of a hung look-up leave tokio's blocking
@@ -326,7 +316,7 @@ pub(crate) mod tests {
     #[cfg(feature = "async")]
     #[test]
     fn async_waits_for_a_hung_look_up_hold_no_blocking_thread() {
-        let hung = Arc::new(Hung::default());
+        let hung = Arc::new(Gate::default());
         let o = ConnOptions {
             resolver: Some(hung.clone()),
             ..ConnOptions::default()
@@ -350,8 +340,9 @@ pub(crate) mod tests {
                 matches!(got, Ok(Ok(7))),
                 "the blocking pool is held: {got:?}"
             );
-            assert_eq!(hung.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+            assert_eq!(hung.calls(), 1);
             waits.iter().for_each(|w| w.abort());
+            hung.release();
         });
     }
 
