@@ -157,12 +157,7 @@ fn build_lmc_eject() -> Option<PathBuf> {
     let have_headers = Path::new("/usr/include/libmemcached-1.0/memcached.h").exists()
         || Path::new("/usr/local/include/libmemcached-1.0/memcached.h").exists();
     if !have_headers {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "libmemcached headers missing (Debian: libmemcached-dev); .ci/run must install them"
-            );
-        }
-        eprintln!("SKIPPED: libmemcached headers missing (Debian: libmemcached-dev)");
+        common::skip("libmemcached", "headers missing (Debian: libmemcached-dev)");
         return None;
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eject/lmc_eject.c");

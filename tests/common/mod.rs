@@ -10,6 +10,20 @@ pub mod silent;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// A test that cannot run here because `what` is missing: a failure when `CI` is set (the
+/// project's scripts install everything the tests use), else a `SKIPPED` line on the real
+/// stderr, seen without `--nocapture`: libtest captures `eprintln!`, not a direct write.
+pub fn skip(what: &str, why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{what} is not available ({why}); scripts/test.sh must install it");
+    }
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED {what}: {why} (scripts/test.sh installs it; under CI=true this fails)"
+    );
+}
+
 /// The repository's root, where compat-vectors/ and the fixtures live: the library's manifest
 /// directory, the parent of the CLI's (`cli/`).
 pub fn repo_root() -> PathBuf {
