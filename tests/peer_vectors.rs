@@ -163,3 +163,40 @@ fn twemproxy() {
 fn uhashring() {
     assert_eq!(check("uhashring"), 33_000);
 }
+
+/// compat-vectors/pymemcache/ranking/: the order in which pymemcache's own `RendezvousHash`
+/// picks every server for a key as each pick is removed, against `distinct_servers` (and
+/// `route`, its first). The first key of each case ties two servers for the same score: the
+/// greater node string must come first whatever the list order, in the pick and in the
+/// ranking.
+#[test]
+fn pymemcache_ranking_with_ties() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("compat-vectors/pymemcache/ranking");
+    let mut cases: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    cases.sort();
+    let (mut keys, mut ties) = (0, 0);
+    for case in &cases {
+        let (ring, addrs) = ring_of(case);
+        let expected = fs::read_to_string(case.join("expected.tsv")).expect("expected.tsv");
+        for (n, line) in expected.lines().enumerate() {
+            let (key, order) = line.split_once('\t').expect("KEY<TAB>NODES");
+            let want: Vec<&str> = order.split(' ').collect();
+            let got: Vec<&str> = ring
+                .distinct_indexes(key.as_bytes())
+                .map(|i| addrs[i].as_str())
+                .collect();
+            assert_eq!(got, want, "{}: key {key:?}", case.display());
+            let one = ring
+                .route(key.as_bytes())
+                .expect("a built ring routes every key");
+            assert_eq!(addrs[one], want[0], "{}: key {key:?}", case.display());
+            ties += usize::from(n == 0);
+            keys += 1;
+        }
+    }
+    // the cases README.md names, none gone missing
+    assert_eq!((cases.len(), keys, ties), (5, 1000, 5));
+}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerates ./cases and ./bytes-keys from pymemcache 4.0.0's HashClient (PyPI, installed into a venv).
+# Regenerates ./cases, ./bytes-keys and ./ranking from pymemcache 4.0.0's HashClient (PyPI, installed into a venv).
 # The venv goes to a mktemp dir removed at exit, unless PYMEMCACHE_VENV names one to keep and reuse.
 # Installs go through sudo when not run as root. No socket is opened (pymemcache_route.py forbids it).
 set -eu
@@ -18,5 +18,5 @@ if ! "$VENV/bin/python" -c 'import pymemcache, sys; sys.exit(pymemcache.__versio
   /usr/bin/python3 -m venv "$VENV"
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install -q --no-cache-dir pymemcache==4.0.0
 fi
-rm -rf cases bytes-keys
+rm -rf cases bytes-keys ranking
 "$VENV/bin/python" make_cases.py .

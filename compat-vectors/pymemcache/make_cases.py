@@ -2,9 +2,11 @@
 """pymemcache HashClient cases (run with the venv python that has pymemcache 4.0.0). Server lists and keys are
 chosen here; every answer comes from the real HashClient via pymemcache_route.py. pymemcache's own murmur3_32
 is used only to *search* for tie corners (two servers with the same score for a key).
-usage: make_cases.py OUT_DIR   (writes OUT_DIR/cases/... and OUT_DIR/bytes-keys/...)"""
+usage: make_cases.py OUT_DIR   (writes OUT_DIR/cases/..., OUT_DIR/bytes-keys/... and OUT_DIR/ranking/...)"""
 import os, random, subprocess, sys
+from pymemcache.client.hash import HashClient
 from pymemcache.client.murmur3 import murmur3_32
+from pymemcache.client.rendezvous import RendezvousHash
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "libmemcached", "tools"))
 from make_cases import keyset, servers  # noqa: E402
@@ -87,6 +89,55 @@ CASES = [  # name, servers, driver args, keys function, key seed, extra keys, no
      "key_prefix=b'app1:': the prefix is not hashed (same answers as n10)"),
 ]
 
+# The two node strings that tie for the key "k" (both score 0xa6192275), found with murmur3_32 like find_tie.
+K_TIE = ["10.0.242.254:11211", "10.1.66.9:11211"]
+
+def ranking_cases():
+    """Server lists for ranking/: the tie for "k" alone in both orders, under two higher-scoring servers with
+    two lower ones around it (both orders of the pair), and tie0's pair among its three lower servers."""
+    s = score(K_TIE[0], "k")
+    assert s == score(K_TIE[1], "k") == 0xA6192275, s
+    r = random.Random(300)
+    above, below = [], []
+    while len(above) < 2 or len(below) < 2:
+        t = "10.201.%d.%d:11211" % (r.randrange(256), r.randrange(1, 255))
+        side = above if score(t, "k") > s else below
+        if len(side) < 2 and t not in above + below:
+            side.append(t)
+    lo, hi = K_TIE
+    tie0 = [c for c in tie_cases() if c[0] == "tie0-n5"][0]
+    return [
+        ("k-ab", [lo, hi], "k"),
+        ("k-ba", [hi, lo], "k"),
+        ("k-mid-ab", [below[0], above[0], lo, below[1], hi, above[1]], "k"),
+        ("k-mid-ba", [above[1], hi, below[0], lo, above[0], below[1]], "k"),
+        ("tie0-n5", tie0[1], tie0[2][0]),
+    ]
+
+def ranking_of(nodes, key):
+    """The order in which pymemcache's own RendezvousHash picks a key's node as the winner is removed each time
+    (what HashClient does to a server it marks dead: hasher.remove_node)."""
+    h = HashClient(nodes).hasher
+    assert isinstance(h, RendezvousHash), h
+    order = []
+    while True:
+        n = h.get_node(key)
+        if n is None:
+            return order
+        order.append(n)
+        h.remove_node(n)
+
+def write_ranking(out):
+    """ranking/<case>/servers.txt and expected.tsv: KEY<TAB>NODE NODE ... (every server, the owner first)."""
+    for name, srv, tie_key in ranking_cases():
+        d = os.path.join(out, "ranking", name)
+        write(d, srv, f"the order pymemcache picks servers for a key as each winner is removed; tie key {tie_key}")
+        keys = [tie_key.encode()] + [k for k in ascii_keys(400) if k != tie_key.encode()][:199]
+        with open(os.path.join(d, "expected.tsv"), "wb") as f:
+            for k in keys:
+                f.write(k + b"\t" + " ".join(ranking_of(srv, k.decode())).encode() + b"\n")
+        print(f"ranking/{name}\t{len(keys)}")
+
 def run(srv_path, args, keys):
     res = subprocess.run([sys.executable, os.path.join(HERE, "pymemcache_route.py"), srv_path] + args,
                          input=b"".join(k + b"\n" for k in keys), capture_output=True, check=True).stdout
@@ -128,6 +179,7 @@ def main(out):
     open(os.path.join(d, "expected.tsv"), "wb").write(res)
     open(os.path.join(d, "as-str.tsv"), "wb").write(plain)
     print(f"bytes-keys\t{len(keys)} ({differ} placed differently from the same key given as str)")
+    write_ranking(out)
     print(f"cases={len(cases)} keys={total}", file=sys.stderr)
 
 if __name__ == "__main__":
