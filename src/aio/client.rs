@@ -2,7 +2,7 @@
 //! pool per server. Only I/O lives here.
 
 use super::conn::AsyncConn;
-use super::pool::{ConnectFailure, Manager, Pool, Pooled};
+use super::pool::{ConnectFailure, Pool, Pooled};
 use super::prober;
 use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve, Single};
@@ -89,19 +89,16 @@ impl Builder<Client> {
 /// An exchange back with its outcome.
 type Done<E> = (E, Result<<E as Exchange>::Output>);
 
-/// A connection leased for one exchange: from the pool (given back to it when the exchange is
-/// over, see [`Pool::give_back`]), or made for the one retry after a stale connection (and
-/// offered to the pool).
+/// A connection leased for one exchange from the pool (given back to it when the exchange is
+/// over, see [`Pool::give_back`]); the one for the retry after a stale connection too.
 enum Lease<'m> {
     Pooled(Option<Pooled>, &'m Pool),
-    Fresh(Option<Box<AsyncConn>>, &'m bb8::Pool<Manager>),
 }
 
 impl Lease<'_> {
     fn conn(&mut self) -> Option<&mut AsyncConn> {
         match self {
             Lease::Pooled(c, _) => c.as_deref_mut().map(|c| &mut **c),
-            Lease::Fresh(c, _) => c.as_deref_mut(),
         }
     }
 
@@ -121,16 +118,6 @@ impl Drop for Lease<'_> {
             Lease::Pooled(c, pool) => {
                 if let Some(c) = c.take() {
                     pool.give_back(c);
-                }
-            }
-            Lease::Fresh(c, pool) => {
-                if let Some(c) = c.take()
-                    && !c.link.is_broken()
-                    && !c.link.is_in_flight()
-                {
-                    // kept if the pool has room (bb8 checks `has_broken` again); closed
-                    // otherwise
-                    let _ = pool.add(c);
                 }
             }
         }
@@ -189,10 +176,21 @@ impl Client {
         self.fresh(m).await
     }
 
-    /// A new connection to `m`, outside the pool's count until it is offered back.
+    /// A new connection to `m`, in a slot of its pool: every connection counts against
+    /// `pool_size`, this one too. The slot's connection (idle, or just made) is closed first,
+    /// then a new one made in its place, so the server never holds more than `pool_size`.
     async fn fresh<'m>(&self, m: &'m Arc<ServerOf>) -> Result<Lease<'m>> {
+        let mut slot = match m.pool.take_idle() {
+            Some(c) => c,
+            None => self.pooled(m).await?,
+        };
+        slot.shut();
         match m.pool.bb8.dedicated_connection().await {
-            Ok(c) => Ok(Lease::Fresh(Some(c), &m.pool.bb8)),
+            Ok(c) => {
+                *slot = c;
+                Ok(Lease::Pooled(Some(slot), &m.pool))
+            }
+            // the slot's connection is broken: bb8 closes it and frees the slot
             Err(e) => {
                 self.count(m, &e);
                 Err(e)
@@ -311,14 +309,20 @@ impl Client {
             Ok(v) => return (Ok(v), true),
             Err(e) => e,
         };
-        let verdict = match lease.conn() {
-            Some(c) => after_failure(e, &c.link, ex.resend()),
+        let (verdict, broken) = match lease.conn() {
+            Some(c) => {
+                let verdict = after_failure(e, &c.link, ex.resend());
+                (verdict, c.link.is_broken())
+            }
             None => return (Err(e), true),
         };
+        drop(lease);
+        if broken {
+            m.pool.recheck_address().await;
+        }
         match verdict {
             Failed::Final { error, counts } => (Err(error), counts),
             Failed::Retry => {
-                drop(lease);
                 ex.restart();
                 match self.lease(m, true).await {
                     Ok(mut again) => (again.run(ex).await, true),

@@ -234,6 +234,18 @@ impl AsyncConn {
         }
     }
 
+    /// Close the socket now (both directions), before the connection is dropped: the server
+    /// sees the end of the stream and frees its side. The connection is broken from here on.
+    pub(crate) fn shut(&mut self) {
+        self.link.mark_broken();
+        let _ = match &self.stream {
+            Stream::Tcp(s) => SockRef::from(s).shutdown(std::net::Shutdown::Both),
+            Stream::Unix(s) => SockRef::from(s).shutdown(std::net::Shutdown::Both),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => SockRef::from(s.get_ref().0).shutdown(std::net::Shutdown::Both),
+        };
+    }
+
     /// Whether the connection is still usable after sitting idle, without a round trip: one
     /// non-blocking read. Bytes read here mean the connection is dropped anyway, so reading
     /// them (rather than peeking) loses nothing.

@@ -303,6 +303,11 @@ impl<C> Builder<C> {
     /// times a socket per thread's, a pool of 64 none higher. memcached accepts 1,024
     /// connections from all its clients by default (`-c`): lower this when many processes
     /// share the servers.
+    ///
+    /// Every connection of a request counts against it in both clients, the one made for the
+    /// retry after a stale connection too (it takes the slot of one that is closed first).
+    /// The only connections outside it are the prober's: while a down server is probed, one
+    /// to it, and with auto-eject one at a time to each server that took copies of its keys.
     pub fn pool_size(mut self, n: u32) -> Self {
         self.settings.pool.size = n;
         self
@@ -523,6 +528,18 @@ mod tests {
         assert!(b(1, 31).is_err());
         assert!(b(1, 32).is_ok());
         assert!(b(100, usize::MAX).is_ok());
+    }
+
+    /// The documented default pool size: 64 connections per server per client.
+    #[test]
+    fn the_default_pool_size_is_64() {
+        assert_eq!(Settings::default().pool.size, 64);
+        assert_eq!(Builder::<crate::Client>::default().settings.pool.size, 64);
+        #[cfg(feature = "async")]
+        assert_eq!(
+            Builder::<crate::aio::Client>::default().settings.pool.size,
+            64
+        );
     }
 
     #[test]
