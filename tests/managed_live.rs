@@ -323,6 +323,7 @@ fn discovery_follows_newer_versions_in_both_clients() {
             .count()
     };
     let after_drop = polls();
+    // a poll that must not come: nothing to wait for, five intervals to give it the chance
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(polls(), after_drop, "a dropped client still polls");
     let _ = std::fs::remove_dir_all(&dir);
@@ -409,7 +410,6 @@ fn request_caps_bound_every_get_line_in_both_clients() {
 /// first failure (the name is looked up again), never carrying keys to the old address.
 fn moved_while_the_old_node_answers(
     set: &dyn Fn(&str) -> memshard::Result<()>,
-    settle: &dyn Fn(),
     table: &Table,
     a: &Memcached,
     b: &Memcached,
@@ -421,7 +421,6 @@ fn moved_while_the_old_node_answers(
     let failed = set("during");
     a.signal("CONT");
     assert!(failed.is_err(), "a stopped node answered");
-    settle();
     for i in 0..20 {
         let k = format!("moved:{i}");
         set(&k).expect("set after the move");
@@ -455,7 +454,7 @@ fn connections_to_an_old_address_go_after_a_failure() {
         .build()
         .expect("builds");
     let set = |k: &str| client.set(k, "v", Expiry::NEVER).map(|_| ());
-    moved_while_the_old_node_answers(&set, &|| {}, &table, &a, &b);
+    moved_while_the_old_node_answers(&set, &table, &a, &b);
 }
 
 #[cfg(feature = "async")]
@@ -486,9 +485,7 @@ fn connections_to_an_old_address_go_after_a_failure_async() {
         }
     });
     let set = |k: &str| rt.block_on(client.set(k, "v", Expiry::NEVER)).map(|_| ());
-    // the name is looked up again off the runtime's threads: let that finish
-    let settle = || std::thread::sleep(Duration::from_millis(300));
-    moved_while_the_old_node_answers(&set, &settle, &table, &a, &b);
+    moved_while_the_old_node_answers(&set, &table, &a, &b);
 }
 
 /// A discovery endpoint on 127.0.33.40 that answers `config get cluster` with `body`: at once
@@ -524,6 +521,82 @@ fn trickling_endpoint(body: String, fast: usize) -> String {
         }
     });
     addr
+}
+
+/// A discovery endpoint on 127.0.33.43 that answers the first `config get cluster` at once and
+/// holds every later one: it says when one is held (`held`), and writes the reply when
+/// `release` is sent, recording "released" in `events` just before.
+fn held_endpoint(
+    body: String,
+    events: Arc<Mutex<Vec<&'static str>>>,
+) -> (
+    String,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener =
+        std::net::TcpListener::bind((Ipv4Addr::new(127, 0, 33, 43), 0)).expect("listens");
+    let addr = listener.local_addr().expect("address").to_string();
+    let reply = format!("CONFIG cluster 0 {}\r\n{body}\r\nEND\r\n", body.len());
+    let (held_tx, held) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut asked = 0;
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut r = BufReader::new(conn.try_clone().expect("clone"));
+            let mut line = String::new();
+            while r.read_line(&mut line).is_ok_and(|n| n > 0) {
+                asked += 1;
+                line.clear();
+                if asked > 1 {
+                    let _ = held_tx.send(());
+                    if release_rx.recv().is_err() {
+                        return;
+                    }
+                    events.lock().expect("events").push("released");
+                }
+                if conn.write_all(reply.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    (addr, held, release)
+}
+
+/// Dropping a client waits for the poll in flight: it returns only after the endpoint has
+/// answered that poll, so no poll outlives the client (the poller's thread is joined).
+#[test]
+fn drop_waits_for_the_poll_in_flight() {
+    let m = Memcached::start(Ipv4Addr::new(127, 0, 33, 44), 0, "");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let (ep, held, release) = held_endpoint(body(1, &[&m]), events.clone());
+    let client = Client::builder()
+        .discover(
+            Discovery::new(&ep)
+                .expect("endpoint")
+                .interval(Duration::from_millis(50)),
+        )
+        // far longer than the test: the poll ends by its answer, not by its timeout
+        .read_timeout(Duration::from_secs(60))
+        .build()
+        .expect("the first configuration comes at once");
+    held.recv_timeout(Duration::from_secs(60))
+        .expect("a poll reaches the endpoint");
+    let dropper = {
+        let events = events.clone();
+        std::thread::spawn(move || {
+            drop(client);
+            events.lock().expect("events").push("dropped");
+        })
+    };
+    // time for a drop that does not wait to return (and record it) before the answer
+    std::thread::sleep(Duration::from_millis(300));
+    release.send(()).expect("the endpoint holds the poll");
+    dropper.join().expect("drop");
+    assert_eq!(*events.lock().expect("events"), ["released", "dropped"]);
 }
 
 /// An endpoint that trickles its reply a byte at a time never trips a per-read timeout; the

@@ -246,9 +246,6 @@ impl Pool {
     /// again, behind the newcomers. With 1,000 tasks on 64 connections that made the 99th
     /// percentile 1.8 times a socket per task's (perf/src/aio.rs).
     pub(crate) fn give_back(&self, c: Pooled) {
-        if c.link.is_broken() {
-            self.recheck_address();
-        }
         let Some(idle) = &self.idle else { return };
         if c.link.is_broken() || c.link.is_in_flight() || !self.is_current(&c) {
             return;
@@ -305,27 +302,27 @@ impl Pool {
 
     /// After a connection failed: if the server's name no longer resolves to the address the
     /// pool's connections reached (a node replaced under the same name while the old one
-    /// still answers), they are never reused. Looked up off the runtime's threads; an IP
-    /// address, a unix socket or a failed lookup changes nothing.
-    fn recheck_address(&self) {
+    /// still answers), they are never reused. Awaited by the failed request before it returns,
+    /// as the blocking client looks up in the caller's thread: the next request reaches the
+    /// new address. The look-up is shared with every connect asking for the name and bounded
+    /// by the connect timeout; an IP address, a unix socket, no address or a failed look-up
+    /// changes nothing.
+    pub(crate) async fn recheck_address(&self) {
         let last = *self.peer.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(peer) = last else { return };
-        if !crate::core::resolve::is_name(self.server.connect_host()) {
+        let host = self.server.connect_host();
+        if !crate::core::resolve::is_name(host) {
             return;
         }
-        let (server, opts, generation) = (
-            self.server.clone(),
-            self.opts.clone(),
-            self.generation.clone(),
-        );
-        tokio::task::spawn_blocking(move || {
-            let host = server.connect_host();
-            if let Ok(addrs) = crate::core::resolve::resolve(&opts, host, server.port, &server.addr)
-                && !addrs.contains(&peer)
-            {
-                generation.fetch_add(1, Ordering::AcqRel);
-            }
-        });
+        let Ok(landing) = crate::core::resolve::landed(&self.opts, host, self.server.port) else {
+            return;
+        };
+        if let Ok(Ok(addrs)) = tokio::time::timeout(self.opts.connect_timeout, landing).await
+            && !addrs.is_empty()
+            && !addrs.contains(&peer)
+        {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// Whether `c` was made in the current generation.
