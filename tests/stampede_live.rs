@@ -86,14 +86,16 @@ fn ttl_left(m: &Memcached, key: &str) -> Option<i64> {
     Some(t.parse().unwrap())
 }
 
-/// The value of `key` was stored for `secs` seconds: memcached reports `secs` or one less (its
-/// clock may tick between the store and the `mg`). A value stored without expiry reports -1.
+/// The value of `key` was stored for `secs` seconds, at some point after `since`: memcached
+/// reports `secs` less one per tick of its clock (once a second) between the store and the
+/// `mg`, so at least `secs` less the whole seconds since `since`, less one.
 #[track_caller]
-fn assert_ttl(m: &Memcached, key: &str, secs: i64) {
+fn assert_ttl(m: &Memcached, key: &str, secs: i64, since: Instant) {
     let t = ttl_left(m, key).unwrap_or_else(|| panic!("{key} is not stored"));
+    let ticks = since.elapsed().as_secs() as i64 + 1;
     assert!(
-        (secs - 2..=secs).contains(&t),
-        "{key}: TTL left {t} s, stored for {secs} s"
+        (secs - ticks..=secs).contains(&t),
+        "{key}: TTL left {t} s, stored for {secs} s at most {ticks} ticks ago"
     );
 }
 
@@ -180,6 +182,7 @@ fn two_processes_of_a_hundred_threads_recompute_a_missing_key_once() {
         return;
     }
     let m = Memcached::start(IP, 0, "");
+    let since = Instant::now();
     let key = "stampede:herd";
     let mut children: Vec<Child> = (0..2)
         .map(|_| spawn_child("herd", &m.addr(), key))
@@ -201,7 +204,7 @@ fn two_processes_of_a_hundred_threads_recompute_a_missing_key_once() {
     eprintln!("2 x 100 threads: recomputes, errors, right values = {total:?}");
     assert_eq!(total, [1, 0, 200]);
     // stored for the 60 s asked, not without expiry
-    assert_ttl(&m, key, 60);
+    assert_ttl(&m, key, 60, since);
     // without protection, the same herd recomputes many times: what the lease saves. The
     // control must stampede, or the herd above proved nothing: each thread's miss comes long
     // before the first 300 ms recompute ends, so (nearly) every thread recomputes.
@@ -234,6 +237,7 @@ fn a_thousand_async_tasks_recompute_a_missing_key_once() {
         return;
     }
     let m = Memcached::start(IP, 0, "");
+    let since = Instant::now();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
@@ -278,7 +282,7 @@ fn a_thousand_async_tasks_recompute_a_missing_key_once() {
         );
         assert_eq!((recomputes.load(Ordering::SeqCst), errors), (1, 0));
     });
-    assert_ttl(&m, "stampede:async", 60);
+    assert_ttl(&m, "stampede:async", 60, since);
 }
 
 /// One reader's first answer, counted per thread: `first` is set by the first call of each
@@ -299,6 +303,7 @@ fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
         return;
     }
     let m = Memcached::start(IP, 0, "");
+    let since = Instant::now();
     let c = client(&m.addr(), Stampede::default());
     let key = "stampede:stale";
     c.set(key, "old", Duration::from_secs(60)).unwrap();
@@ -351,7 +356,7 @@ fn after_invalidate_readers_get_the_stale_value_while_one_caller_refreshes() {
     );
     assert_eq!(counts, [1, 49, 1, 50, 0]);
     assert_eq!(c.get(key).unwrap().unwrap().value, &b"new"[..]);
-    assert_ttl(&m, key, 60);
+    assert_ttl(&m, key, 60, since);
     assert_eq!(
         c.invalidate("stampede:absent").unwrap(),
         memshard::DeleteOutcome::NotFound
@@ -368,6 +373,7 @@ fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
         return;
     }
     let m = Memcached::start(IP, 0, "");
+    let since = Instant::now();
     let stampede = Stampede::default().early_recache(Duration::from_secs(30));
     let c = client(&m.addr(), stampede);
     let key = "stampede:early";
@@ -435,7 +441,7 @@ fn early_recache_refreshes_a_hot_key_before_it_expires_once() {
     assert_eq!(counts, [1, 1, 19, 1, 0]);
     assert_eq!(c.get(key).unwrap().unwrap().value, &b"v2"[..]);
     // the refresh is stored for the hour asked, not for what was left of the old value
-    assert_ttl(&m, key, 3600);
+    assert_ttl(&m, key, 3600, since);
 }
 
 #[test]
@@ -658,8 +664,8 @@ fn a_hot_key_under_load_costs_one_backend_call_per_expiry() {
 
 /// A row that is not there: 20 async callers of `get_or_compute_as::<Option<Json<_>>>` at once.
 /// The winner's `Ok(None)` is stored for the negative TTL (5 s by default) and shared with the
-/// waiting callers: every caller gets `None`, the source is loaded at most twice (once; a
-/// second load only if a caller came after a lease ended), and the next caller loads nothing.
+/// waiting callers: every caller gets `None`, the source is loaded once, and the next caller
+/// loads nothing.
 #[test]
 fn twenty_callers_of_a_missing_row_share_one_load_of_none() {
     use memshard::value::Json;
@@ -671,6 +677,7 @@ fn twenty_callers_of_a_missing_row_share_one_load_of_none() {
         id: u64,
     }
     let m = Memcached::start(IP, 0, "");
+    let since = Instant::now();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
@@ -713,9 +720,11 @@ fn twenty_callers_of_a_missing_row_share_one_load_of_none() {
         );
         c
     });
+    // every caller came while the one load ran (300 ms, far inside its lease): one load, one
+    // None stored
     let n = loads.load(Ordering::SeqCst);
-    assert!((1..=2).contains(&n), "{n} loads");
-    assert_ttl(&m, "row:404", 5);
+    assert_eq!(n, 1, "{n} loads");
+    assert_ttl(&m, "row:404", 5, since);
     // within the negative TTL the next caller loads nothing
     let again = rt.block_on(
         c.get_or_compute_as("row:404", Duration::from_secs(60), || async {
@@ -727,6 +736,50 @@ fn twenty_callers_of_a_missing_row_share_one_load_of_none() {
     assert_eq!(loads.load(Ordering::SeqCst), n);
     assert_eq!(c.cache_aside_stats().negative_stored, 1);
     eprintln!("total {:?}", started.elapsed());
+}
+
+/// A custom negative TTL (2 s, not the default 5 s): the `None` is stored for 2 s, no caller
+/// loads while it lasts, and once memcached has expired it the next caller loads again and
+/// stores what it finds for the TTL of the call. Blocking client (the async one is above).
+#[test]
+fn a_custom_negative_ttl_is_stored_and_expires() {
+    use memshard::value::Json;
+    if !require("memcached") {
+        return;
+    }
+    let m = Memcached::start(IP, 0, "");
+    let since = Instant::now();
+    let c = client(
+        &m.addr(),
+        Stampede::default().negative_ttl(Duration::from_secs(2)),
+    );
+    let key = "row:custom-negative";
+    let loads = AtomicU64::new(0);
+    let load = |found: Option<u64>| {
+        loads.fetch_add(1, Ordering::SeqCst);
+        Ok::<Option<Json<u64>>, std::io::Error>(found.map(Json))
+    };
+    let first = c.get_or_compute_as(key, Duration::from_secs(60), || load(None));
+    assert_eq!(first.expect("no error"), None);
+    assert_ttl(&m, key, 2, since);
+    assert_eq!(c.cache_aside_stats().negative_stored, 1);
+    // while it lasts, the stored None answers; it cannot have expired within a second of its
+    // store (2 s take two ticks of memcached's clock), only a very slow machine gets later
+    let cached = c.get_or_compute_as(key, Duration::from_secs(60), || load(Some(7)));
+    if since.elapsed() < Duration::from_secs(1) {
+        assert_eq!(cached.expect("no error"), None);
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+    } else {
+        eprintln!("slow machine: the second call came more than 1 s after the store");
+        return;
+    }
+    wait_until("the negative entry's expiry", || {
+        ttl_left(&m, key).is_none()
+    });
+    let fresh = c.get_or_compute_as(key, Duration::from_secs(60), || load(Some(7)));
+    assert_eq!(fresh.expect("no error"), Some(Json(7)));
+    assert_eq!(c.cache_aside_stats().negative_stored, 1);
+    assert_ttl(&m, key, 60, since);
 }
 
 /// One of three servers stopped (SIGSTOP) under a loop of `get_or_compute_as` over keys on
