@@ -564,35 +564,70 @@ fn a_memcachier_login_to_a_plain_memcached_leaves_no_secret() {
     assert_eq!(plain.raw_get(b"app-7"), None, "the password is readable");
 }
 
-/// Request caps split a long `get` over several lines, and every key still comes back, on both
-/// protocols.
+/// Request caps split a long `get` over several lines, seen on the wire (a recording proxy in
+/// front of memcached): with 3 keys a line, 17 `get` lines of at most 3 keys; with 40 bytes a
+/// line, every line at most 40 bytes (so 2 keys of these); every key asked once and every hit
+/// back. Meta sends one `mg` per key whatever the caps. A cap that leaves no room is refused.
 #[test]
 fn request_caps_split_a_long_get() {
+    use common::proxy::FaultProxy;
     let m = Memcached::start(Ipv4Addr::new(127, 0, 32, 6), 0, "");
+    let proxy = FaultProxy::start(m.sock());
     let dir = tempdir::Dir::new("caps");
-    let servers = server_list(&dir, &m.addr());
+    let servers = server_list(&dir, &proxy.addr_string());
     let servers = servers.as_str();
     let keys: Vec<String> = (0..50).map(|i| format!("capped:key:{i}")).collect();
     let lines: String = keys.iter().map(|k| format!("{k}\tv\n")).collect();
     let o = memshard(&["set", "--servers", servers], &lines, &[]);
     assert!(o.status.success(), "{}", text(&o));
-    for protocol in ["text", "meta"] {
-        let got = hits(
-            &[
-                "get",
-                "--servers",
-                servers,
-                "--protocol",
-                protocol,
-                "--max-keys-per-request",
-                "3",
-                "--max-request-bytes",
-                "40",
-            ],
-            &keys.join("\n"),
-        );
-        assert_eq!(got, 50, "{protocol}");
-    }
+    let asked = |protocol: &str, caps: &[&str]| -> Vec<String> {
+        proxy.state.start_recording();
+        let mut args = vec!["get", "--servers", servers, "--protocol", protocol];
+        args.extend_from_slice(caps);
+        assert_eq!(hits(&args, &keys.join("\n")), 50, "{protocol} {caps:?}");
+        let (requests, _) = proxy.state.recorded();
+        String::from_utf8(requests)
+            .expect("ASCII requests")
+            .split_inclusive("\r\n")
+            .map(String::from)
+            .collect()
+    };
+    let keys_of = |lines: &[String], verb: &str| -> Vec<String> {
+        let mut got: Vec<String> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(verb))
+            .flat_map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .collect();
+        got.sort();
+        got
+    };
+    let mut all = keys.clone();
+    all.sort();
+    let gets = asked("text", &["--max-keys-per-request", "3"]);
+    assert_eq!(gets.len(), 17, "{gets:?}");
+    assert!(
+        gets.iter()
+            .all(|l| l.starts_with("get ") && l.split_whitespace().count() <= 4),
+        "{gets:?}"
+    );
+    assert_eq!(keys_of(&gets, "get "), all);
+    let gets = asked("text", &["--max-request-bytes", "40"]);
+    assert!(gets.iter().all(|l| l.len() <= 40), "{gets:?}");
+    assert_eq!(gets.len(), 25, "{gets:?}");
+    assert_eq!(keys_of(&gets, "get "), all);
+    let mgs = asked(
+        "meta",
+        &["--max-keys-per-request", "3", "--max-request-bytes", "40"],
+    );
+    let mg: Vec<&String> = mgs.iter().filter(|l| l.starts_with("mg ")).collect();
+    assert_eq!(mg.len(), 50, "{mgs:?}");
+    let mg_keys: Vec<String> = mg
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .collect();
+    let mut mg_keys = mg_keys;
+    mg_keys.sort();
+    assert_eq!(mg_keys, all);
     let o = memshard(
         &["get", "--servers", servers, "--max-request-bytes", "8", "k"],
         "",
