@@ -177,12 +177,20 @@ impl Client {
     }
 
     /// A new connection to `m`, in a slot of its pool: every connection counts against
-    /// `pool_size`, this one too. The slot's connection (idle, or just made) is closed first,
-    /// then a new one made in its place, so the server never holds more than `pool_size`.
+    /// `pool_size`, this one too. A connection the pool just made for this checkout is that
+    /// new connection; an idle one that served requests before is closed first and a new one
+    /// made in its slot, so the server never holds more than `pool_size`.
     async fn fresh<'m>(&self, m: &'m Arc<ServerOf>) -> Result<Lease<'m>> {
         let mut slot = match m.pool.take_idle() {
             Some(c) => c,
-            None => self.pooled(m).await?,
+            None => {
+                let mut c = self.pooled(m).await?;
+                if c.link.is_unused() && c.idle_check().is_ok() {
+                    c.link.checked_out();
+                    return Ok(Lease::Pooled(Some(c), &m.pool));
+                }
+                c
+            }
         };
         slot.shut();
         match m.pool.bb8.dedicated_connection().await {

@@ -153,6 +153,11 @@ impl Link {
         self.broken
     }
 
+    /// Never answered anything: no reply byte heard, no exchange completed.
+    pub(crate) fn is_unused(&self) -> bool {
+        !self.heard && self.completed == 0
+    }
+
     /// Between the first byte of a request and the last reply of its exchange.
     pub(crate) fn is_in_flight(&self) -> bool {
         self.in_flight
