@@ -67,6 +67,7 @@ mod php;
 mod php_float;
 mod pylibmc;
 mod serial;
+mod sniff;
 mod spymemcached;
 mod transcoder;
 mod typed;
@@ -75,6 +76,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use compress::Compression;
+pub use sniff::sniff;
 pub use transcoder::{
     DalliCompressor, DalliOptions, DalliSerializer, Encoded, PhpCompression, PhpOptions,
     PhpSerializer, PylibmcOptions, SpymemcachedOptions, Transcoder,
