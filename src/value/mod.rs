@@ -298,6 +298,26 @@ pub enum ValueError {
         /// The value's kind ([`Value::kind`]), or a description of why it does not fit.
         found: String,
     },
+    /// A value another peer's codec reads (its flags and bytes are that peer's layout, see
+    /// [`sniff`]) that `codec` misreads: it fails to decode it, or (memshard's own layout,
+    /// which reads other flags as bytes) would return the other peer's encoding as bytes.
+    /// Read it with `peer`'s codec. `source` is `codec`'s own error, when it had one.
+    #[error(
+        "{codec} codec: flags {flags} looks like {peer}'s {layout} value: use the {peer} codec"
+    )]
+    OtherPeer {
+        /// The codec used.
+        codec: Codec,
+        /// The flags as stored.
+        flags: u32,
+        /// The codec whose layout the value follows, [`sniff`]'s best guess.
+        peer: Codec,
+        /// What the value is in that peer's terms (`serialized`, `pickled`, `JSON`...).
+        layout: &'static str,
+        /// `codec`'s own error.
+        #[source]
+        source: Option<Box<ValueError>>,
+    },
     /// A payload that does not hold what its flags say.
     #[error("{codec} flags {flags:#x}: {detail}")]
     Malformed {
@@ -321,6 +341,17 @@ pub fn decode(
     payload: &[u8],
     max_value: usize,
 ) -> Result<Value, ValueError> {
+    let decoded = decode_as(codec, flags, payload, max_value);
+    other_peer(codec, flags, payload, max_value, decoded)
+}
+
+/// [`decode`] without looking for another peer's layout.
+pub(crate) fn decode_as(
+    codec: Codec,
+    flags: u32,
+    payload: &[u8],
+    max_value: usize,
+) -> Result<Value, ValueError> {
     if payload.len() > max_value {
         return Err(ValueError::TooLarge {
             size: payload.len() as u64,
@@ -335,6 +366,51 @@ pub fn decode(
         Codec::Dalli => dalli::decode(flags, payload, max_value),
         Codec::Spymemcached => spymemcached::decode(flags, payload, max_value),
         Codec::NodeMemcached => node::decode(flags, payload),
+    }
+}
+
+/// `decoded` unless another peer's codec reads what `codec` could not, or (memshard's own
+/// layout, whose flags other than 0 and 6 read as bytes) reads it as something else than these
+/// bytes: then [`ValueError::OtherPeer`] naming that codec. A raw read and a read that worked
+/// are never second-guessed otherwise.
+fn other_peer(
+    codec: Codec,
+    flags: u32,
+    payload: &[u8],
+    max_value: usize,
+    decoded: Result<Value, ValueError>,
+) -> Result<Value, ValueError> {
+    let misread = match &decoded {
+        Err(ValueError::Malformed { .. } | ValueError::Decompress { .. }) => true,
+        Ok(_) => codec == Codec::Memshard && flags != 0 && flags != native::JSON,
+        Err(_) => false,
+    };
+    if !misread {
+        return decoded;
+    }
+    let as_bytes = |v: &Value| match v {
+        Value::String(s) => s.as_bytes() == payload,
+        Value::Bytes(b) => b.as_slice() == payload,
+        _ => false,
+    };
+    // A failed read is blamed on another peer only when that peer finds a typed value or a
+    // structure in the bytes: text or bytes under other flags is no evidence.
+    let telling = |v: &Value| match decoded {
+        Ok(_) => !as_bytes(v),
+        Err(_) => sniff::rank(v) >= 2,
+    };
+    let peer = sniff(flags, payload).into_iter().find(|&peer| {
+        peer != codec && decode_as(peer, flags, payload, max_value).is_ok_and(|v| telling(&v))
+    });
+    match peer {
+        Some(peer) => Err(ValueError::OtherPeer {
+            codec,
+            flags,
+            peer,
+            layout: sniff::layout_name(peer, flags),
+            source: decoded.err().map(Box::new),
+        }),
+        None => decoded,
     }
 }
 

@@ -7,7 +7,7 @@
 //! a structure (array, map, serialized object) first, then a typed scalar, then text or
 //! bytes; ties keep [`Codec::ALL`]'s order, memshard's own layout first.
 
-use super::{Codec, Value, decode};
+use super::{Codec, Value, decode_as};
 
 /// Large enough for any value memcached stores by default (1 MiB items) with room for a
 /// compressed one's expansion; sniffing is a guess, never a read the caller relies on.
@@ -32,7 +32,7 @@ pub fn sniff(flags: u32, payload: &[u8]) -> Vec<Codec> {
         .enumerate()
         .filter(|&(_, codec)| codec != Codec::Raw)
         .filter_map(|(order, codec)| {
-            let value = decode(codec, flags, payload, SNIFF_MAX).ok()?;
+            let value = decode_as(codec, flags, payload, SNIFF_MAX).ok()?;
             plausible(codec, flags, payload, &value).then(|| (rank(&value), order, codec))
         })
         .collect();
@@ -91,7 +91,7 @@ pub(crate) fn layout_name(codec: Codec, flags: u32) -> &'static str {
 
 /// Structures outrank typed scalars, which outrank text and bytes: the more a
 /// decode had to find in the bytes, the less likely it is a coincidence.
-fn rank(value: &Value) -> u8 {
+pub(super) fn rank(value: &Value) -> u8 {
     match value {
         Value::Json(_) | Value::Msgpack(_) | Value::Foreign { .. } => 3,
         Value::Int(_) | Value::BigInt(_) | Value::Float(_) | Value::Bool(_) | Value::Null => 2,
@@ -136,6 +136,7 @@ fn plausible(codec: Codec, flags: u32, payload: &[u8], value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::ValueError;
     use serde_json::Value as J;
     use std::path::Path;
 
@@ -172,7 +173,7 @@ mod tests {
                 let payload = unhex(payload);
                 let found = sniff(flags, &payload);
                 assert!(!found.contains(&Codec::Raw), "{peer} {name}: raw listed");
-                let own = decode(codec, flags, &payload, SNIFF_MAX);
+                let own = decode_as(codec, flags, &payload, SNIFF_MAX);
                 let Ok(value) = own else { continue };
                 if matches!(value, Value::Unknown { .. }) {
                     continue;
@@ -215,6 +216,52 @@ mod tests {
         for &(flags, payload, codec) in cases {
             assert_eq!(sniff(flags, payload).first(), Some(&codec), "{payload:?}");
         }
+    }
+
+    /// A read that would fail, or (memshard's own layout) return another peer's encoding as
+    /// bytes, names the peer; plain bytes under user flags and real garbage are left alone.
+    #[test]
+    fn a_misread_names_the_peer_to_use() {
+        let array = br#"a:1:{s:1:"a";i:1;}"#;
+        let cases: &[(Codec, u32, &[u8], Codec)] = &[
+            (Codec::Memshard, 4, array, Codec::PhpMemcached),
+            (Codec::Pylibmc, 4, array, Codec::PhpMemcached),
+            (Codec::Memshard, 1, b"\x80\x02]K\x01a.", Codec::Pylibmc),
+            (Codec::Memshard, 1, b"\x04\x08[\x06i\x06", Codec::Dalli),
+            (
+                Codec::Memshard,
+                1,
+                b"\xac\xed\x00\x05t\x00\x01a",
+                Codec::Spymemcached,
+            ),
+        ];
+        for &(codec, flags, payload, peer) in cases {
+            let e = super::super::decode(codec, flags, payload, SNIFF_MAX).unwrap_err();
+            match &e {
+                ValueError::OtherPeer { peer: p, .. } => assert_eq!(*p, peer, "{e}"),
+                other => panic!("{codec} {payload:?}: {other:?}"),
+            }
+            let text = e.to_string();
+            assert!(text.contains(&format!("use the {peer} codec")), "{text}");
+            assert!(text.len() < 200, "{text}");
+        }
+        let e = super::super::decode(Codec::Memshard, 4, array, SNIFF_MAX).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "memshard codec: flags 4 looks like php-memcached's serialized value: \
+             use the php-memcached codec"
+        );
+        // Another codec's own error stays the source.
+        let e = super::super::decode(Codec::Pylibmc, 4, array, SNIFF_MAX).unwrap_err();
+        assert!(std::error::Error::source(&e).is_some());
+        // PHP user flags over a plain string read the same bytes: no complaint.
+        let plain = super::super::decode(Codec::Memshard, 0x1_0000, b"x", SNIFF_MAX);
+        assert_eq!(plain, Ok(Value::Bytes(b"x".to_vec())));
+        // A malformed PHP value that some peer reads as mere text stays PHP's own error.
+        assert!(matches!(
+            super::super::decode(Codec::PhpMemcached, 4, b"i:5;junk", SNIFF_MAX),
+            Err(ValueError::Malformed { .. })
+        ));
     }
 
     #[test]
