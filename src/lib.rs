@@ -64,6 +64,11 @@
 //! | `Pymemcache` | pymemcache `HashClient`: rendezvous with murmur3 |
 //! | `Gomemcache` | Go `bradfitz/gomemcache`: crc32 % servers |
 //!
+//! To share a cache with one of these clients, name it: [`Builder::peer`] with a
+//! [`peer::Peer`] is that client at its defaults (flavor, key hash, key prefix, codec), and its
+//! own options change it. The flavor names `php-memcached` and `pylibmc` are aliases of
+//! `libmemcached`, those peers' **ketama mode**, not their defaults.
+//!
 //! ```
 //! use memshard::{Flavor, Ring, Server};
 //! let servers = vec![Server::new("10.0.0.1", 11211), Server::new("10.0.0.2", 11211)];
@@ -128,6 +133,7 @@ pub mod hotkeys;
 pub mod near;
 mod observe;
 pub mod outcome;
+pub mod peer;
 pub mod plan;
 pub mod proto;
 pub mod ring;

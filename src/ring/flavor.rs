@@ -21,7 +21,9 @@ use std::str::FromStr;
 #[non_exhaustive]
 pub enum Flavor {
     /// libmemcached `MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED` (php-memcached
-    /// `OPT_LIBKETAMA_COMPATIBLE`, pylibmc `ketama_weighted`). The default.
+    /// `OPT_LIBKETAMA_COMPATIBLE`, pylibmc `ketama_weighted`: their ketama mode, also named
+    /// by the aliases `php-memcached` and `pylibmc`; at their defaults those peers place as
+    /// [`Flavor::LibmemcachedModula`]). The default.
     Libmemcached,
     /// libmemcached `MEMCACHED_BEHAVIOR_KETAMA` alone: 100 points per server, each the key hash
     /// of one point name (pylibmc `{"ketama": True}`).
@@ -102,6 +104,9 @@ pub const FLAVORS: &[(&str, Flavor)] = &[
     ("aws-java-ketama", Flavor::AwsJavaKetama),
 ];
 
+/// Other names. `php-memcached` and `pylibmc` are those peers' **ketama mode**
+/// (`OPT_LIBKETAMA_COMPATIBLE`, `ketama_weighted`), not their defaults (`libmemcached-modula`);
+/// `memshard::peer::Peer` is a peer at its defaults.
 const FLAVOR_ALIASES: &[(&str, Flavor)] = &[
     ("php-memcached", Flavor::Libmemcached),
     ("pylibmc", Flavor::Libmemcached),

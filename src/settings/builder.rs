@@ -440,8 +440,10 @@ impl<C> Builder<C> {
     }
 
     /// The codec `get_value`, `get_as` and `set_value` use: which peer's way of storing typed
-    /// values to follow, with its settings (default [`Codec::Raw`](crate::value::Codec::Raw):
-    /// bytes as they are). Each call can use another with the `_with` methods.
+    /// values to follow, with its settings (default
+    /// [`Codec::Memshard`](crate::value::Codec::Memshard), memshard's own layout: text, bytes
+    /// and integers as they are, other values as JSON). Each call can use another with the
+    /// `_with` methods. [`Builder::peer`] sets the codec with the rest of a peer's settings.
     ///
     /// ```
     /// use memshard::value::Codec;
@@ -659,6 +661,30 @@ mod tests {
         // a clone is the same builder, not a fresh one
         let cloned = base().pool_size(5).clone();
         assert_eq!(kept(cloned).pool.size, 5);
+    }
+
+    /// The defaults a builder starts from, each in one row: what the setters' docs promise.
+    #[test]
+    fn the_defaults_the_setters_document() {
+        let s = Builder::<crate::Client>::default().settings;
+        let table: &[(&str, bool)] = &[
+            ("flavor libmemcached", s.flavor == Flavor::Libmemcached),
+            ("no key hash of its own", s.hash.is_none()),
+            ("no hash tag", s.tag.is_none()),
+            (
+                "no prefix, not hashed",
+                s.prefix.is_empty() && !s.hash_with_prefix,
+            ),
+            ("pool of 64", s.pool.size == 64),
+            #[cfg(feature = "codecs")]
+            (
+                "codec memshard, its own settings",
+                s.transcoder == crate::value::Transcoder::new(crate::value::Codec::Memshard),
+            ),
+        ];
+        for (what, holds) in table {
+            assert!(holds, "default: {what}");
+        }
     }
 
     /// `pool_size` may be [`MAX_POOL_SIZE`] and `min_idle` may equal it; one more is refused.
