@@ -121,8 +121,10 @@ struct PlanArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,...",
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_POINTS_PER_SERVER))]
     points: Vec<usize>,
-    /// Audit hash tags in the --key-file sample (tag from --hash-tag, default "{}"): keys per
-    /// tag, the server each tag piles onto, per-server share, warnings.
+    /// Audit hash tags in the --key-file sample (the tag from --hash-tag, or the one the
+    /// flavor's peer applies: twemproxy's hash_tag; without either, no tag is applied and
+    /// there is nothing to audit): keys per tag, the server each tag piles onto, per-server
+    /// share, warnings.
     #[arg(long, requires = "key_file")]
     tag_audit: bool,
     /// With --tag-audit: warn about tags holding more than this share of the keys.
@@ -299,8 +301,22 @@ struct RingArgs {
     #[arg(long, value_name = "STRING", allow_hyphen_values = true, conflicts_with_all = ["servers", "flavor", "hash", "hash_tag"])]
     libmemcached_config: Option<String>,
     /// Placement flavor: the peer whose placement to match (default libmemcached).
+    /// `php-memcached` and `pylibmc` are those peers' ketama modes; at their defaults they
+    /// place as `libmemcached-modula` (or give --peer).
     #[arg(long, value_name = "NAME")]
     flavor: Option<String>,
+    /// The client the cache is shared with, at its defaults: php-memcached, pylibmc,
+    /// spymemcached, dalli, pymemcache, gomemcache, node-memcached, aws-php, aws-java. Sets
+    /// the flavor, key hash, key prefix and codec as that client has them; an explicit
+    /// --flavor, --hash or --codec with it is an error (change them with --peer-option).
+    #[arg(long, value_name = "NAME", value_parser = parse_peer,
+          conflicts_with_all = ["flavor", "hash", "twemproxy_config", "libmemcached_config"])]
+    peer: Option<memshard::peer::Peer>,
+    /// One of --peer's own options, spelled as that client spells it (repeatable, applied in
+    /// order), e.g. OPT_LIBKETAMA_COMPATIBLE=true, OPT_PREFIX_KEY=app: (php-memcached),
+    /// ketama=true (pylibmc), ConnectionFactory=KetamaConnectionFactory (spymemcached).
+    #[arg(long, value_name = "KEY=VALUE", requires = "peer")]
+    peer_option: Vec<String>,
     /// Key hash, for flavors whose peer lets users pick one (libmemcached*, twemproxy).
     #[arg(long, value_name = "NAME")]
     hash: Option<String>,
@@ -444,10 +460,11 @@ impl RingArgs {
         if self.discover.is_some() {
             // the build asks the endpoint itself (with the client's timeouts and login)
             let (flavor, hash, tag) = self.placement()?;
-            let mut b = net
-                .builder(pool_size)
-                .discover(self.discovery()?)
-                .flavor(flavor);
+            let mut b = net.builder(pool_size).discover(self.discovery()?);
+            if let Some(profile) = self.profile()? {
+                b = b.peer(profile);
+            }
+            let mut b = b.flavor(flavor);
             if let Some(h) = hash {
                 b = b.hash(h);
             }
@@ -485,6 +502,9 @@ impl RingArgs {
                 net.max_request_bytes.unwrap_or(usize::MAX),
             )
             .pool_size(pool_size);
+        if let Some(profile) = self.profile()? {
+            b = b.peer(profile);
+        }
         if let Some(tag) = ring.hash_tag() {
             b = b.hash_tag(tag);
         }
@@ -505,8 +525,35 @@ impl RingArgs {
         self.servers.as_ref().is_some_and(|p| p.as_os_str() == "-")
     }
 
-    /// --flavor, --hash and --hash-tag.
+    /// --peer with its --peer-option settings, if given.
+    fn profile(&self) -> Result<Option<memshard::peer::PeerProfile>, Failure> {
+        let Some(peer) = self.peer else {
+            return Ok(None);
+        };
+        let mut profile = memshard::peer::PeerProfile::from(peer);
+        for kv in &self.peer_option {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| usage(format!("--peer-option {kv:?}: expected KEY=VALUE")))?;
+            profile = profile
+                .option(k, v)
+                .map_err(|e| usage(format!("--peer-option {kv}: {e}")))?;
+        }
+        Ok(Some(profile))
+    }
+
+    /// --flavor (or --peer's), --hash and --hash-tag.
     fn placement(&self) -> Result<(Flavor, Option<KeyHash>, Option<HashTag>), Failure> {
+        let tag: Option<HashTag> = match &self.hash_tag {
+            Some(t) => Some(t.parse().map_err(usage)?),
+            None => None,
+        };
+        if let Some(p) = self.profile()? {
+            return Ok((p.flavor(), Some(p.hash()), tag.or(p.hash_tag())));
+        }
+        if let Some(name) = &self.flavor {
+            alias_warning(name);
+        }
         let flavor: Flavor = self
             .flavor
             .as_deref()
@@ -515,10 +562,6 @@ impl RingArgs {
             .map_err(usage)?;
         let hash: Option<KeyHash> = match &self.hash {
             Some(h) => Some(h.parse().map_err(usage)?),
-            None => None,
-        };
-        let tag: Option<HashTag> = match &self.hash_tag {
-            Some(t) => Some(t.parse().map_err(usage)?),
             None => None,
         };
         Ok((flavor, hash, tag))
@@ -624,6 +667,54 @@ impl NetArgs {
     }
 }
 
+/// `--peer NAME` as a peer.
+fn parse_peer(s: &str) -> Result<memshard::peer::Peer, String> {
+    s.parse()
+        .map_err(|e: memshard::peer::PeerError| e.to_string())
+}
+
+/// The flavor aliases named after a peer are its ketama mode, not its default: said once.
+fn alias_warning(name: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let (peer, option) = match name.to_ascii_lowercase().replace('_', "-").as_str() {
+        "php-memcached" => ("php-memcached", "OPT_LIBKETAMA_COMPATIBLE"),
+        "pylibmc" => ("pylibmc", "ketama_weighted"),
+        _ => return,
+    };
+    ONCE.call_once(|| {
+        eprintln!(
+            "memshard: warning: --flavor {peer} is {peer}'s ketama mode ({option}), the same as \
+             --flavor libmemcached; {peer} at its defaults places keys as --flavor \
+             libmemcached-modula (or give --peer {peer})"
+        );
+    });
+}
+
+/// The codec `get` and `set` use: --codec, or --peer's (with its settings); both is an error.
+fn peer_codec(
+    ring: &RingArgs,
+    codec: Option<memshard::value::Codec>,
+) -> Result<Option<memshard::value::Transcoder>, Failure> {
+    match (ring.profile()?, codec) {
+        (Some(_), Some(_)) => Err(usage(
+            "--peer sets the codec; drop --codec (or --peer), or change it with --peer-option",
+        )),
+        (Some(p), None) => Ok(Some(p.transcoder().clone())),
+        (None, c) => Ok(c.map(memshard::value::Transcoder::new)),
+    }
+}
+
+/// No codec given: the stored bytes, as the raw codec reads them.
+trait OrRaw {
+    fn unwrap_or_default_raw(self) -> memshard::value::Transcoder;
+}
+
+impl OrRaw for Option<memshard::value::Transcoder> {
+    fn unwrap_or_default_raw(self) -> memshard::value::Transcoder {
+        self.unwrap_or_else(|| memshard::value::Transcoder::new(memshard::value::Codec::Raw))
+    }
+}
+
 /// A command-line argument as the bytes the user typed (keys need not be UTF-8).
 fn os_bytes(s: &std::ffi::OsStr) -> &[u8] {
     use std::os::unix::ffi::OsStrExt;
@@ -633,8 +724,10 @@ fn os_bytes(s: &std::ffi::OsStr) -> &[u8] {
 fn route(a: RouteArgs) -> Result<(), Failure> {
     let (ring, peer) = a.ring.resolve()?;
     // libmemcached --HASH-WITH-NAMESPACE: placement hashes the namespace and the key
-    let hash_prefix: Vec<u8> = match &peer {
-        Some(p) if p.hash_with_prefix => p.prefix.clone().unwrap_or_default().into_bytes(),
+    let hash_prefix: Vec<u8> = match (&peer, a.ring.profile()?) {
+        (Some(p), _) if p.hash_with_prefix => p.prefix.clone().unwrap_or_default().into_bytes(),
+        // dalli's and node memcached's namespace is part of the key their ring hashes
+        (_, Some(p)) if p.hash_with_prefix() => p.prefix().to_vec(),
         _ => Vec::new(),
     };
     let mut scratch = Vec::new();
@@ -724,7 +817,9 @@ fn keys_from(
 const CLI_BATCH: usize = 1000;
 
 fn get(a: GetArgs) -> Result<(), Failure> {
+    let codec = peer_codec(&a.ring, a.codec)?;
     let client = routed::Target::new(&a.routes, &a.ring, &a.net, 2)?;
+    let decoder = codec.clone().unwrap_or_default_raw();
     let keys = keys_from(&a.keys, a.ring.servers_from_stdin())?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -732,7 +827,7 @@ fn get(a: GetArgs) -> Result<(), Failure> {
     for batch in keys.chunks(CLI_BATCH) {
         for (k, r) in batch.iter().zip(client.get_multi(batch)) {
             match r {
-                Ok(Some(item)) if a.codec.is_none() && !a.json => {
+                Ok(Some(item)) if codec.is_none() && !a.json => {
                     hits += 1;
                     out.write_all(k)?;
                     out.write_all(b"\t")?;
@@ -740,13 +835,7 @@ fn get(a: GetArgs) -> Result<(), Failure> {
                     out.write_all(b"\n")?;
                 }
                 Ok(Some(item)) => {
-                    let codec = a.codec.unwrap_or(memshard::value::Codec::Raw);
-                    match memshard::value::decode(
-                        codec,
-                        item.flags,
-                        &item.value,
-                        values::DECODE_MAX,
-                    ) {
+                    match decoder.decode(item.flags, &item.value, values::DECODE_MAX) {
                         Ok(v) if a.json => {
                             hits += 1;
                             serde_json::to_writer(&mut out, &values::json_line(k, item.flags, v))
@@ -823,16 +912,22 @@ fn set(a: SetArgs) -> Result<(), Failure> {
             items
         }
     };
+    let codec = peer_codec(&a.ring, a.codec)?;
+    if a.ring.peer.is_some() && a.flags != 0 {
+        return Err(usage(
+            "--peer stores values with its codec's flags; drop --flags (or --peer)",
+        ));
+    }
     let client = routed::Target::new(&a.routes, &a.ring, &a.net, 2)?;
     let (mut stored, mut failed) = (0usize, 0usize);
     let expiry = ttl_expiry(a.ttl);
-    if a.codec.is_some() || a.value_type.is_some() {
-        let codec = a.codec.unwrap_or(memshard::value::Codec::Raw);
+    if codec.is_some() || a.value_type.is_some() {
+        let codec = codec.unwrap_or_default_raw();
         let ty = a.value_type.unwrap_or(values::ValueType::String);
         for (k, v) in &items {
             let shown = String::from_utf8_lossy(k);
             let value = values::parse_value(ty, v).map_err(|e| usage(format!("{shown}: {e}")))?;
-            match client.set_value(codec, k, &value, expiry) {
+            match client.set_value(&codec, k, &value, expiry) {
                 Ok(StoreOutcome::Stored) => stored += 1,
                 Ok(other) => {
                     failed += 1;
@@ -1057,7 +1152,15 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         }
         printed = true;
     }
-    if a.tag_audit {
+    if a.tag_audit && before.hash_tag().is_none() {
+        // No tag applied, none audited: a `{}` in a key is part of the key for this flavor.
+        println!(
+            "tag audit: no hash tag: {} places each key whole (give --hash-tag, or a twemproxy \
+             configuration with hash_tag, to audit one)",
+            before.flavor()
+        );
+        printed = true;
+    } else if a.tag_audit {
         let tag = before.hash_tag().unwrap_or(HashTag::new(b'{', b'}'));
         let ring = Ring::with_point_hash(
             before.servers().to_vec(),
@@ -1139,6 +1242,8 @@ fn plan_migrate(a: &PlanArgs, keys: &memshard::plan::Keys) -> Result<(), Failure
             flavor: a.warm_from_flavor.clone(),
             hash: a.warm_from_hash.clone(),
             hash_tag: None,
+            peer: None,
+            peer_option: Vec::new(),
             discover: None,
             discover_interval: 60,
             discover_kind: "elasticache".into(),

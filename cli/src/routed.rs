@@ -107,6 +107,8 @@ impl RouteFlags {
             flavor: self.warm_from_flavor.clone(),
             hash: self.warm_from_hash.clone(),
             hash_tag: None,
+            peer: None,
+            peer_option: Vec::new(),
             discover: None,
             discover_interval: 60,
             discover_kind: "elasticache".into(),
@@ -204,7 +206,7 @@ impl Target {
     /// `value` stored as `codec`'s peer stores it.
     pub fn set_value(
         &self,
-        codec: memshard::value::Codec,
+        codec: &memshard::value::Transcoder,
         key: &[u8],
         value: &memshard::value::Value,
         expiry: memshard::Expiry,
@@ -215,9 +217,7 @@ impl Target {
                 .map_err(|e| e.to_string()),
             Target::Route(r) => {
                 // the new pool's limit: a route writes there first
-                let enc = memshard::value::Transcoder::from(codec)
-                    .encode(value, MAX_VALUE)
-                    .map_err(|e| e.to_string())?;
+                let enc = codec.encode(value, MAX_VALUE).map_err(|e| e.to_string())?;
                 r.router
                     .set_raw(key, enc.bytes, enc.flags, expiry)
                     .map_err(|e| e.to_string())

@@ -24,8 +24,7 @@ fn tag_audit_flags_a_planted_wide_tag() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_memshard"))
         .args(["plan", "--servers"])
         .arg(dir.join("servers.txt"))
-        .arg("--tag-audit")
-        .arg("--key-file")
+        .args(["--hash-tag", "{}", "--tag-audit", "--key-file"])
         .arg(dir.join("keys.txt"))
         .output()
         .unwrap();
