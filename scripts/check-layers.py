@@ -20,6 +20,7 @@ ALLOWED = {
     "ring": set(),
     "value": set(),
     "plan": {"ring"},
+    "detect": {"ring", "servers", "hash", "value"},
     "settings": {"error", "ring", "proto", "value", "near", "hotkeys"},
     "core": {"error", "proto", "ring", "settings", "value", "observe", "hotkeys", "near",
              "plan", "outcome", "watch"},

@@ -92,6 +92,7 @@
 //! | async client | `aio` (feature `async`) | the same over tokio and bb8 |
 //! | routes | [`routes`] | two pools behind one handle; decisions sans-IO |
 //! | planner | [`plan`] | what moves when servers change, how even the load is; no I/O |
+//! | detector | [`detect`] | which flavor and key hash put the keys found on the servers; no I/O |
 //!
 //! The `memshard` command line is a separate package of the repository (`cli/`) that uses this
 //! library's public API only.
@@ -125,6 +126,7 @@ pub mod blocking;
 #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
 pub mod config;
 mod core;
+pub mod detect;
 pub mod discovery;
 pub mod error;
 pub mod hotkeys;
@@ -148,7 +150,8 @@ pub use crate::blocking::{Client, Replicated, Router};
 pub use crate::core::exchange::{STATS_MAX_BYTES, STATS_MAX_LINES};
 pub use crate::hotkeys::{HotKey, HotKeys};
 pub use crate::outcome::{
-    Bytes, CacheAsideStats, DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome,
+    Bytes, CacheAsideStats, DeleteOutcome, DumpSummary, Item, PlacementCheck, ServerPlacement,
+    Stats, StoreOutcome, TouchOutcome,
 };
 pub use crate::ring::{hash, servers};
 #[cfg(feature = "tls")]

@@ -160,6 +160,47 @@ pub(crate) fn discovery_applied(endpoint: &str, version: u64, nodes: usize) {
     );
 }
 
+/// `check_placement` read each server's keys: the gauge `memshard_placement_agreement` (the
+/// share of sampled keys where the client places them, 0 to 1, when any was sampled) and a
+/// warning below 1 or for a server that could not list its keys.
+#[cfg_attr(
+    not(any(feature = "metrics", feature = "tracing")),
+    allow(unused_variables)
+)]
+pub(crate) fn placement_checked(
+    servers: &[(
+        crate::servers::Server,
+        crate::error::Result<crate::outcome::ServerPlacement>,
+    )],
+) {
+    let (mut sampled, mut agree) = (0u64, 0u64);
+    for (_, r) in servers {
+        if let Ok(p) = r {
+            sampled += p.sampled;
+            agree += p.agree;
+        }
+    }
+    #[cfg(feature = "metrics")]
+    if sampled > 0 {
+        metrics::gauge!("memshard_placement_agreement").set(agree as f64 / sampled as f64);
+    }
+    #[cfg(feature = "tracing")]
+    {
+        if agree < sampled {
+            tracing::warn!(
+                sampled,
+                agree,
+                "memshard: keys on the servers are not where this client places them; another client writes with another placement (flavor, hash, server order or weights)"
+            );
+        }
+        for (s, r) in servers {
+            if let Err(e) = r {
+                tracing::warn!(server = %s.addr, error = %e, "memshard: placement check could not read the server's keys");
+            }
+        }
+    }
+}
+
 /// The server list was replaced: `servers` servers now.
 #[inline]
 pub(crate) fn servers_changed(servers: usize) {

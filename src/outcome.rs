@@ -107,3 +107,64 @@ pub struct DiscoveryStatus {
     /// the nodes in force stay meanwhile.
     pub last_error: Option<String>,
 }
+
+/// What one server's key dump (`lru_crawler metadump`) gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DumpSummary {
+    /// Keys handed to the caller.
+    pub keys: usize,
+    /// Whether the dump reached its end; false when it was cut at the most keys asked for.
+    pub complete: bool,
+}
+
+/// How many of a server's keys sit where the client's own placement puts them
+/// (`check_placement`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerPlacement {
+    /// Keys read from the server's dump.
+    pub sampled: u64,
+    /// Of those, the keys the client places on this server.
+    pub agree: u64,
+    /// Keys without the client's prefix: another application's, not counted in `sampled`.
+    pub foreign: u64,
+}
+
+/// The outcome of `check_placement`: per server, its keys' agreement with the client's
+/// placement, or why the server could not list its keys.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct PlacementCheck {
+    /// Each configured server, in server order.
+    pub servers: Vec<(crate::Server, crate::Result<ServerPlacement>)>,
+}
+
+impl PlacementCheck {
+    /// Keys sampled over every server that answered.
+    pub fn sampled(&self) -> u64 {
+        self.answered().map(|p| p.sampled).sum()
+    }
+
+    /// Keys that sit where the client places them, over every server that answered.
+    pub fn agree(&self) -> u64 {
+        self.answered().map(|p| p.agree).sum()
+    }
+
+    /// `agree / sampled`, from 0 to 1; `None` when no key was sampled.
+    pub fn agreement(&self) -> Option<f64> {
+        let sampled = self.sampled();
+        (sampled > 0).then(|| self.agree() as f64 / sampled as f64)
+    }
+
+    /// The servers that could not list their keys, with why.
+    pub fn failed(&self) -> impl Iterator<Item = (&crate::Server, &crate::Error)> {
+        self.servers
+            .iter()
+            .filter_map(|(s, r)| r.as_ref().err().map(|e| (s, e)))
+    }
+
+    fn answered(&self) -> impl Iterator<Item = &ServerPlacement> {
+        self.servers.iter().filter_map(|(_, r)| r.as_ref().ok())
+    }
+}

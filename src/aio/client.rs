@@ -76,13 +76,22 @@ impl Builder<Client> {
             let _in_runtime = rt.enter();
             Pool::new(s, conn.for_server(s), pool)
         };
+        let check = settings.placement_check;
         let core = Arc::new(Core::new(settings, Box::new(make))?);
         let discovery = crate::discovery::start(&core, first).map(Arc::new);
-        Ok(Client {
+        let client = Client {
             core,
             runtime,
             discovery,
-        })
+        };
+        if let Some(n) = check {
+            // reported through the observers; the client is usable meanwhile
+            let c = client.clone();
+            client.runtime.spawn(async move {
+                c.check_placement(n).await;
+            });
+        }
+        Ok(client)
     }
 }
 

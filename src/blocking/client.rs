@@ -59,9 +59,15 @@ impl Builder<Client> {
         let make = move |s: &Server| {
             Pool::new(s.connect_host(), s.port, &s.addr, conn.for_server(s), pool)
         };
+        let check = settings.placement_check;
         let core = Arc::new(Core::new(settings, Box::new(make))?);
         let discovery = crate::discovery::start(&core, first).map(Arc::new);
-        Ok(Client { core, discovery })
+        let client = Client { core, discovery };
+        if let Some(n) = check {
+            // reported through the observers; the build stands whatever it found
+            let _ = client.check_placement(n);
+        }
+        Ok(client)
     }
 }
 

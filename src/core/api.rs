@@ -404,6 +404,34 @@ macro_rules! command_methods {
             $crate::core::transport::drive!($($await)?; self; $crate::core::ops::on_all(self, || $crate::core::exchange::Single::verbosity(level)))
         }
 
+        /// Every key of the server whose address is `server` (as [`Server::addr`]($crate::Server::addr)
+        /// spells it), streamed to `each` as the server lists it (`lru_crawler metadump all`,
+        /// memcached 1.4.31 and later), at most `max_keys` of them; nothing is kept. A dump cut
+        /// at `max_keys` closes its connection (the rest of the dump is still on the wire). A
+        /// server that refuses dumps (`-o no_lru_crawler`, `-o no_dump`, a proxy, an older
+        /// memcached) fails with [`Error::Server`]($crate::Error::Server) naming its reply.
+        /// Each read of the dump has the read timeout.
+        pub $($async)? fn metadump(
+            &self,
+            server: &str,
+            max_keys: usize,
+            mut each: impl FnMut($crate::proto::metadump::DumpedKey) + Send,
+        ) -> $crate::Result<$crate::outcome::DumpSummary> {
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::metadump(self, server, max_keys, &mut each))
+        }
+
+        /// Whether the keys on the servers sit where this client places them: up to
+        /// `keys_per_server` keys of each server's dump (see [`metadump`](Self::metadump)),
+        /// each routed by the client's own ring over every configured server (prefix and hash
+        /// tag applied as for any key). Below 100% another client writes with another
+        /// placement (flavor, key hash, server order or weights). A server that cannot list
+        /// its keys is reported in the result, not raised. Also sets the gauge
+        /// `memshard_placement_agreement` (feature `metrics`) and warns below 100% (feature
+        /// `tracing`).
+        pub $($async)? fn check_placement(&self, keys_per_server: usize) -> $crate::outcome::PlacementCheck {
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::check_placement(self, keys_per_server))
+        }
+
         /// `stats [group]` of every server, as `(name, value)` pairs. The whole reply must
         /// come within one read timeout and hold at most
         /// [`STATS_MAX_LINES`]($crate::STATS_MAX_LINES) lines and

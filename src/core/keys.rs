@@ -30,6 +30,13 @@ impl KeyRules {
         if self.hash_with_prefix { wire } else { key }
     }
 
+    /// What placement hashes for a key as sent (a server's dump lists keys so); `None` for
+    /// one without the prefix: not this client's.
+    pub(crate) fn hashed_of_wire<'a>(&self, wire: &'a [u8]) -> Option<&'a [u8]> {
+        let key = wire.strip_prefix(&self.prefix[..])?;
+        Some(if self.hash_with_prefix { wire } else { key })
+    }
+
     /// What placement hashes for `key`, without validating it.
     pub(crate) fn hashed_owned<'k>(&self, key: &'k [u8]) -> Cow<'k, [u8]> {
         if self.hash_with_prefix {

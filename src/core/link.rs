@@ -345,7 +345,14 @@ impl Link {
                     deadline_after(self.opts.read_timeout)
                 })))
             }
-            Ok(Step::Done(v)) => self.end().map(|()| Next::Done(v)),
+            Ok(Step::Done(v)) => {
+                self.end()?;
+                if !ex.keep_connection() {
+                    // the rest of the reply is still coming: the pool closes the connection
+                    self.broken = true;
+                }
+                Ok(Next::Done(v))
+            }
             Ok(Step::Refused(e)) => {
                 if let Error::Auth {
                     problem: AuthProblem::Required,

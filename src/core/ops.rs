@@ -5,16 +5,21 @@
 use super::Core;
 use super::exchange::Exchange;
 use super::exchange::{
-    MetaOne, NoreplySets, Retrieve, Single, StatsExchange, WriteMany, delete_outcome, store_outcome,
+    MetaOne, Metadump, NoreplySets, Retrieve, Single, StatsExchange, WriteMany, delete_outcome,
+    store_outcome,
 };
 use super::route::Group;
 use super::route::Routed;
 use super::transport::Transport;
 use super::view::Member;
 use crate::Expiry;
-use crate::error::Result;
-use crate::outcome::{DeleteOutcome, Item, Stats, StoreOutcome, TouchOutcome};
+use crate::error::{Error, Result};
+use crate::outcome::{
+    DeleteOutcome, DumpSummary, Item, PlacementCheck, ServerPlacement, Stats, StoreOutcome,
+    TouchOutcome,
+};
 use crate::proto::StoreCommand;
+use crate::proto::metadump::DumpedKey;
 use crate::servers::Server;
 use std::sync::Arc;
 
@@ -324,6 +329,51 @@ pub(crate) async fn stats<T: Transport>(
         return servers.into_iter().map(|s| (s, Err(e.clone()))).collect();
     }
     on_all(t, || StatsExchange::new(group)).await
+}
+
+/// `lru_crawler metadump all` of the server whose address is `server`: each key to `sink`,
+/// at most `max_keys`.
+pub(crate) async fn metadump<T: Transport>(
+    t: &T,
+    server: &str,
+    max_keys: usize,
+    sink: &mut (dyn FnMut(DumpedKey) + Send),
+) -> Result<DumpSummary> {
+    let view = t.core().view();
+    let Some(m) = view.members.iter().find(|m| m.server.addr == server) else {
+        return Err(Error::Config(format!(
+            "{server} is not one of this client's servers; give one of their addresses as listed"
+        )));
+    };
+    t.on(m, &mut Metadump::new(max_keys, sink)).await
+}
+
+/// Up to `per_server` keys of each server's dump, each checked against the client's own
+/// placement (the ring over every configured server). Servers one after the other: the
+/// crawler runs one dump at a time per server anyway, and a sample is small.
+pub(crate) async fn check_placement<T: Transport>(t: &T, per_server: usize) -> PlacementCheck {
+    let core = t.core();
+    let view = core.view();
+    let mut servers = Vec::with_capacity(view.members.len());
+    for (i, m) in view.members.iter().enumerate() {
+        let mut p = ServerPlacement::default();
+        let r = {
+            let (keys, ring) = (&core.keys, &view.full);
+            let mut sink = |k: DumpedKey| match keys.hashed_of_wire(&k.key) {
+                None => p.foreign += 1,
+                Some(hashed) => {
+                    p.sampled += 1;
+                    if ring.route(hashed) == Some(i) {
+                        p.agree += 1;
+                    }
+                }
+            };
+            t.on(m, &mut Metadump::new(per_server, &mut sink)).await
+        };
+        servers.push((m.server.clone(), r.map(|_| p)));
+    }
+    crate::observe::placement_checked(&servers);
+    PlacementCheck { servers }
 }
 
 /// Re-read the server-list file at `path` every `interval`; apply its servers when they change.

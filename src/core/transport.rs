@@ -95,6 +95,14 @@ impl<T> Stalled for Vec<(Server, Result<T>)> {
     }
 }
 
+impl Stalled for crate::outcome::PlacementCheck {
+    fn stalled(e: Error, servers: impl FnOnce() -> Vec<Server>) -> Self {
+        crate::outcome::PlacementCheck {
+            servers: servers().into_iter().map(|s| (s, Err(e.clone()))).collect(),
+        }
+    }
+}
+
 /// The output of `flow`, a flow over `t`'s ready futures (the blocking client's): polled
 /// once. Were it pending — a transport future that is not ready, a bug — the call fails with
 /// [`Error::Config`] saying so rather than block or panic.

@@ -10,6 +10,7 @@
 pub mod discovery;
 mod key;
 pub mod meta;
+pub mod metadump;
 mod reply;
 mod request;
 

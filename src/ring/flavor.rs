@@ -267,6 +267,46 @@ impl Flavor {
         }
     }
 
+    /// Every key hash the peer's users can pick for this flavor, its default first: what a
+    /// placement detector must try. libmemcached's flavors: the libhashkit hashes
+    /// php-memcached's `OPT_HASH` and pylibmc's `hash` behavior offer (default one-at-a-time,
+    /// md5, crc, fnv1_64, fnv1a_64, fnv1_32, fnv1a_32, hsieh, murmur) and the libmemcached
+    /// configuration string's `--HASH=` adds (jenkins, murmur3); twemproxy: its `hash:` names
+    /// (`hashkit.h`); spymemcached's modulo: `DefaultHashAlgorithm`. The other peers have
+    /// one hash.
+    pub fn peer_hashes(self) -> &'static [KeyHash] {
+        use KeyHash::*;
+        const LIBHASHKIT: &[KeyHash] = &[
+            OneAtATime, Md5, Crc32, Fnv1_64, Fnv1a_64, Fnv1_32, Fnv1a_32, Hsieh, Murmur, Jenkins,
+            Murmur3,
+        ];
+        const LIBHASHKIT_MD5_FIRST: &[KeyHash] = &[
+            Md5, OneAtATime, Crc32, Fnv1_64, Fnv1a_64, Fnv1_32, Fnv1a_32, Hsieh, Murmur, Jenkins,
+            Murmur3,
+        ];
+        const TWEMPROXY: &[KeyHash] = &[
+            Fnv1a_64, OneAtATime, Md5, Crc16, Crc32, Crc32a, Fnv1_64, Fnv1_32, Fnv1a_32, Hsieh,
+            Murmur, Jenkins,
+        ];
+        const SPY_MODULA: &[KeyHash] = &[Native, Crc32, Fnv1_64, Fnv1a_64, Fnv1_32, Fnv1a_32, Md5];
+        match self {
+            Flavor::LibmemcachedUnweighted | Flavor::LibmemcachedModula => LIBHASHKIT,
+            Flavor::Libmemcached | Flavor::LibmemcachedSpy => LIBHASHKIT_MD5_FIRST,
+            Flavor::Twemproxy => TWEMPROXY,
+            Flavor::SpymemcachedModula => SPY_MODULA,
+            Flavor::Spymemcached | Flavor::SpymemcachedWeighted => &[Md5],
+            Flavor::Libketama
+            | Flavor::Uhashring
+            | Flavor::NodeHashring
+            | Flavor::HashRing
+            | Flavor::GoKetama
+            | Flavor::MemshardWeighted => &[Md5],
+            Flavor::Dalli | Flavor::Gomemcache => &[Crc32a],
+            Flavor::Pymemcache => &[Murmur3Seed0],
+            Flavor::AwsJavaKetama => &[Sha384],
+        }
+    }
+
     pub(crate) fn ties(self) -> Ties {
         match self {
             Flavor::Spymemcached

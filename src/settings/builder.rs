@@ -44,6 +44,8 @@ pub(crate) struct Settings {
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCacheConfig>,
     pub(crate) hot: Option<crate::hotkeys::HotKeys>,
+    /// Keys per server `build` checks placement with ([`Builder::check_placement_at_start`]).
+    pub(crate) placement_check: Option<usize>,
     #[cfg(feature = "codecs")]
     pub(crate) transcoder: crate::value::Transcoder,
     /// A TLS configuration that could not be set up, reported by `build`.
@@ -75,6 +77,7 @@ impl Default for Settings {
             #[cfg(feature = "near-cache")]
             near: None,
             hot: None,
+            placement_check: None,
             #[cfg(feature = "codecs")]
             transcoder: crate::value::Transcoder::default(),
             #[cfg(feature = "tls")]
@@ -484,6 +487,18 @@ impl<C> Builder<C> {
     /// ```
     pub fn hot_keys(mut self, config: crate::HotKeys) -> Self {
         self.settings.hot = Some(config);
+        self
+    }
+
+    /// At build, check that the keys already on the servers sit where this client places
+    /// them: `check_placement(keys_per_server)` (see [`Client::check_placement`](crate::Client::check_placement)),
+    /// which warns (feature `tracing`) and sets the gauge `memshard_placement_agreement`
+    /// (feature `metrics`) when they do not. The build never fails for it: a disagreement or a
+    /// server that cannot list its keys is only reported. The blocking client checks before
+    /// `build` returns (each server's dump within the read timeout); the async client checks
+    /// in a task of its runtime. Default: off.
+    pub fn check_placement_at_start(mut self, keys_per_server: usize) -> Self {
+        self.settings.placement_check = Some(keys_per_server);
         self
     }
 }

@@ -4,6 +4,7 @@
 //! bytes ([`Link::advance`](super::link::Link::advance)).
 
 mod discover;
+mod dump;
 mod lease;
 mod lines;
 pub(crate) mod meta;
@@ -12,6 +13,7 @@ mod single;
 mod write_many;
 
 pub(crate) use discover::Discover;
+pub(crate) use dump::Metadump;
 pub(crate) use lease::{Lookup, MetaOne};
 pub(crate) use lines::{NoreplySets, StatsExchange};
 pub use lines::{STATS_MAX_BYTES, STATS_MAX_LINES};
@@ -88,6 +90,13 @@ pub(crate) trait Exchange {
 
     /// Start again from the first request (the one retry on a new connection).
     fn restart(&mut self);
+
+    /// Whether the connection may be reused once the exchange is done: false for one that
+    /// stopped reading a reply before its end (a metadump cut short), whose rest is still
+    /// on the wire.
+    fn keep_connection(&self) -> bool {
+        true
+    }
 
     /// Put request bytes into `out` (and answer [`Step::Write`]), or consume replies from
     /// `rb`. An `Err` leaves the connection out of step: it is dropped.
