@@ -173,29 +173,28 @@ pub(crate) fn placement_checked(
         crate::error::Result<crate::outcome::ServerPlacement>,
     )],
 ) {
-    let (mut sampled, mut agree) = (0u64, 0u64);
-    for (_, r) in servers {
-        if let Ok(p) = r {
-            sampled += p.sampled;
-            agree += p.agree;
-        }
-    }
-    #[cfg(feature = "metrics")]
-    if sampled > 0 {
-        metrics::gauge!("memshard_placement_agreement").set(agree as f64 / sampled as f64);
-    }
-    #[cfg(feature = "tracing")]
+    #[cfg(any(feature = "metrics", feature = "tracing"))]
     {
-        if agree < sampled {
-            tracing::warn!(
-                sampled,
-                agree,
-                "memshard: keys on the servers are not where this client places them; another client writes with another placement (flavor, hash, server order or weights)"
-            );
+        let answered = servers.iter().filter_map(|(_, r)| r.as_ref().ok());
+        let (sampled, agree) =
+            answered.fold((0u64, 0u64), |(s, a), p| (s + p.sampled, a + p.agree));
+        #[cfg(feature = "metrics")]
+        if sampled > 0 {
+            metrics::gauge!("memshard_placement_agreement").set(agree as f64 / sampled as f64);
         }
-        for (s, r) in servers {
-            if let Err(e) = r {
-                tracing::warn!(server = %s.addr, error = %e, "memshard: placement check could not read the server's keys");
+        #[cfg(feature = "tracing")]
+        {
+            if agree < sampled {
+                tracing::warn!(
+                    sampled,
+                    agree,
+                    "memshard: keys on the servers are not where this client places them; another client writes with another placement (flavor, hash, server order or weights)"
+                );
+            }
+            for (s, r) in servers {
+                if let Err(e) = r {
+                    tracing::warn!(server = %s.addr, error = %e, "memshard: placement check could not read the server's keys");
+                }
             }
         }
     }

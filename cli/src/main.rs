@@ -6,6 +6,7 @@
 
 mod bench;
 mod demo;
+mod detect;
 mod plan_cmd;
 mod routed;
 mod security;
@@ -53,6 +54,11 @@ enum Cmd {
     /// Start memcached servers on loopback, load keys through memshard, show keys per server,
     /// then add a server and compare the hit ratio of ketama against modulo placement.
     Demo(DemoArgs),
+    /// Which placement put the keys that are on these servers: every flavor with every key
+    /// hash its peer offers, against where each key is (each server's `lru_crawler metadump`,
+    /// or --key-file looked up on every server), best first; and the codecs that read a sample
+    /// of the values.
+    Detect(detect::DetectArgs),
 }
 
 #[derive(Args)]
@@ -434,6 +440,7 @@ fn main() -> ExitCode {
         Cmd::Bench(a) => bench_cmd(a),
         Cmd::Plan(a) => plan(a),
         Cmd::Demo(a) => demo::run(a),
+        Cmd::Detect(a) => detect::run(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

