@@ -1,0 +1,876 @@
+//! `memshard detect` against keys the real peers wrote, live.
+//!
+//! For each peer and setting, four fresh memcached servers on 127.0.41.1–127.0.41.4 (free
+//! ports; no other test binary uses 127.0.41.x), the peer writes [`N`] keys through its
+//! driver in `tests/detect/` (weights 3, 1, 2, 1 to the peers that take weights, and the same
+//! in memshard's server list), then `memshard detect --json` must find every key (metadump)
+//! and rank the peer's true placement first at 100%: alone, or tied only with candidates
+//! that place each of those keys on the same server (checked here with the library's rings,
+//! not taken from detect). One `DETECT-ROW` line per peer and setting: the table of the
+//! closing note.
+//!
+//! | peer | settings | expected |
+//! |---|---|---|
+//! | php-memcached | default / `OPT_LIBKETAMA_COMPATIBLE` | libmemcached-modula / libmemcached |
+//! | pylibmc | default / `ketama_weighted` / `ketama` | libmemcached-modula / libmemcached / libmemcached-unweighted |
+//! | spymemcached | `DefaultConnectionFactory` / `KetamaConnectionFactory` | spymemcached-modula / spymemcached |
+//! | dalli | its ring (it has no other) | dalli |
+//! | node memcached | its hashring (no other) | node-hashring |
+//! | pymemcache | `HashClient` rendezvous (no ketama) | pymemcache |
+//! | gomemcache | `ServerList` modulo (no ketama) | gomemcache |
+//! | nutcracker | `distribution: ketama`, default hash / `hash: murmur` | twemproxy |
+//!
+//! Also: a server that refuses metadump (memcached `-o no_lru_crawler`, and a fake that
+//! answers `ERROR` to everything) makes detect fail with a message naming the reply and
+//! `--key-file`; `--key-file` then finds the keys by looking them up; and
+//! `Client::check_placement` (blocking and async) on keys written by another placement.
+//!
+//! A missing peer is SKIPPED (printed), or a failure when `CI` is set.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::servers::{Memcached, Nutcracker, Text, program, require};
+use memshard::{Client, Expiry, Flavor, KeyHash, Ring};
+use serde_json::Value as J;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Keys each peer writes per setting.
+const N: usize = 400;
+const IPS: [Ipv4Addr; 4] = [
+    Ipv4Addr::new(127, 0, 41, 1),
+    Ipv4Addr::new(127, 0, 41, 2),
+    Ipv4Addr::new(127, 0, 41, 3),
+    Ipv4Addr::new(127, 0, 41, 4),
+];
+const WEIGHTS: [u32; 4] = [3, 1, 2, 1];
+const SPY_JAR: &str = "/usr/share/java/spymemcached.jar";
+const GOMEMCACHE_SRC: &str = "/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache";
+const DRIVER_DEADLINE: Duration = Duration::from_secs(180);
+
+fn missing(peer: &str, why: &str) -> Option<Driver> {
+    if std::env::var_os("CI").is_some() {
+        panic!("{peer} is not available ({why}); scripts/test.sh must install it");
+    }
+    eprintln!("SKIPPED {peer}: {why}");
+    None
+}
+
+fn runs(program: &Path, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn script(file: &str) -> String {
+    path_string(&common::repo_root().join("tests/detect").join(file))
+}
+
+fn path_string(p: &Path) -> String {
+    p.to_str().expect("UTF-8 path").to_owned()
+}
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("memshard-detect-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// How a peer is run: program and leading arguments, then `MODE HOST:PORT:WEIGHT...`.
+struct Driver {
+    cmd: Vec<String>,
+    env: Vec<(String, String)>,
+    /// Whether the peer takes weights.
+    weights: bool,
+}
+
+/// One setting of a peer: the driver's mode, and the placement memshard must find.
+struct Setting {
+    /// Weight 1 for every server, even for a peer that takes weights.
+    unit_weights: bool,
+    mode: &'static str,
+    describe: &'static str,
+    flavor: Flavor,
+    hash: KeyHash,
+}
+
+fn setting(mode: &'static str, describe: &'static str, flavor: Flavor, hash: KeyHash) -> Setting {
+    Setting {
+        unit_weights: false,
+        mode,
+        describe,
+        flavor,
+        hash,
+    }
+}
+
+/// The servers of one run, with the weights the peer was given.
+struct Servers {
+    all: Vec<Memcached>,
+    weights: Vec<u32>,
+}
+
+impl Servers {
+    fn start(weights: bool) -> Servers {
+        Servers {
+            all: IPS.iter().map(|&ip| Memcached::start(ip, 0, "")).collect(),
+            weights: if weights {
+                WEIGHTS.to_vec()
+            } else {
+                vec![1; 4]
+            },
+        }
+    }
+
+    fn specs(&self) -> Vec<String> {
+        self.all
+            .iter()
+            .zip(&self.weights)
+            .map(|(m, w)| format!("{}:{w}", m.addr()))
+            .collect()
+    }
+
+    fn list(&self) -> String {
+        self.all
+            .iter()
+            .zip(&self.weights)
+            .map(|(m, w)| format!("{} {w}\n", m.addr()))
+            .collect()
+    }
+}
+
+fn keys(peer: &str, mode: &str) -> Vec<String> {
+    let seed = format!("{peer}/{mode}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let mut rng = fastrand::Rng::with_seed(seed);
+    const ASCII: &[u8] =
+        b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/#@!~+=";
+    (0..N)
+        .map(|i| {
+            let mut k = format!("detect/{peer}/{mode}/{i}/");
+            for _ in 0..rng.usize(1..=30) {
+                k.push(char::from(ASCII[rng.usize(..ASCII.len())]));
+            }
+            k
+        })
+        .collect()
+}
+
+impl Driver {
+    fn write(&self, mode: &str, s: &Servers, keys: &[String]) {
+        let mut child = Command::new(&self.cmd[0])
+            .args(&self.cmd[1..])
+            .arg(mode)
+            .args(s.specs())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("run {:?}: {e}", self.cmd));
+        let mut input = child.stdin.take().expect("stdin");
+        let text: String = keys.iter().map(|k| format!("{k}\n")).collect();
+        let feeder = std::thread::spawn(move || {
+            let _ = input.write_all(text.as_bytes());
+        });
+        let t = Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if t.elapsed() > DRIVER_DEADLINE {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{:?} {mode} ran longer than {DRIVER_DEADLINE:?}", self.cmd);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = feeder.join();
+        let out = child.wait_with_output().expect("driver output");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.trim() == format!("ok {}", keys.len()),
+            "{:?} {mode}: {}\n{said}\n{}",
+            self.cmd,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn memshard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memshard"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run memshard")
+}
+
+fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write file");
+    path_string(&p)
+}
+
+/// `memshard detect --json` with `args`: the parsed document.
+fn detect_json(args: &[&str]) -> J {
+    let mut all = vec!["detect", "--json"];
+    all.extend_from_slice(args);
+    let out = memshard(&all);
+    assert!(
+        out.status.success(),
+        "memshard {all:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: J = serde_json::from_slice(&out.stdout).expect("JSON");
+    let keys: Vec<&str> = doc
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["keys", "flavors", "codecs"], "{doc}");
+    doc
+}
+
+/// The flavors of a detect document, as (flavor, hash, agree).
+fn flavors(doc: &J) -> Vec<(Flavor, KeyHash, u64)> {
+    doc["flavors"]
+        .as_array()
+        .expect("flavors")
+        .iter()
+        .map(|f| {
+            let keys: Vec<&str> = f
+                .as_object()
+                .expect("entry")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(keys, ["flavor", "hash", "agree"], "{f}");
+            (
+                f["flavor"]
+                    .as_str()
+                    .expect("flavor")
+                    .parse()
+                    .expect("a flavor"),
+                f["hash"].as_str().expect("hash").parse().expect("a hash"),
+                f["agree"].as_u64().expect("agree"),
+            )
+        })
+        .collect()
+}
+
+/// Detect over the keys `keys` on `s` written by `want`: every key found, `want` among the
+/// best at 100%, every candidate tied with it placing each key where `want` does. The row of
+/// the table.
+fn check(peer: &str, set: &Setting, s: &Servers, keys: &[String], tmp: &Path) -> String {
+    let list = write_file(tmp, &format!("{peer}-{}.txt", set.mode), &s.list());
+    let doc = detect_json(&["--servers", &list]);
+    let found = doc["keys"].as_u64().expect("keys");
+    let ranked = flavors(&doc);
+    assert!(
+        ranked.windows(2).all(|w| w[0].2 >= w[1].2),
+        "{peer} {}: not sorted by agree: {ranked:?}",
+        set.mode
+    );
+    let top = ranked.first().map_or(0, |f| f.2);
+    let best: Vec<_> = ranked.iter().filter(|f| f.2 == top).collect();
+    let servers = memshard::parse_server_list(&s.list()).expect("list");
+    let ring = |f: Flavor, h: KeyHash| {
+        Ring::with_options(servers.clone(), f, Some(h), None).expect("ring")
+    };
+    let truth = ring(set.flavor, set.hash);
+    let tied_alike = best.iter().all(|&&(f, h, _)| {
+        let r = ring(f, h);
+        keys.iter()
+            .all(|k| r.route(k.as_bytes()) == truth.route(k.as_bytes()))
+    });
+    let codecs: Vec<String> = doc["codecs"]
+        .as_array()
+        .expect("codecs")
+        .iter()
+        .map(|c| format!("{} {}", c["codec"].as_str().unwrap_or("?"), c["values"]))
+        .collect();
+    let tied: Vec<String> = best.iter().map(|(f, h, _)| format!("{f}/{h}")).collect();
+    let row = format!(
+        "DETECT-ROW | {peer} | {} | {} | {} of {} | {:.1}% | {found} | {}",
+        set.describe,
+        tied.join(" "),
+        best.len(),
+        ranked.len(),
+        top as f64 * 100.0 / found.max(1) as f64,
+        codecs.join(", ")
+    );
+    println!("{row}");
+    assert_eq!(found, N as u64, "{row}");
+    assert_eq!(top, N as u64, "{row}");
+    assert!(
+        best.iter()
+            .any(|&&(f, h, _)| f == set.flavor && h == set.hash),
+        "{row}: {} / {} is not among the best: {best:?}",
+        set.flavor,
+        set.hash
+    );
+    assert!(
+        tied_alike,
+        "{row}: tied candidates place the keys differently: {best:?}"
+    );
+    row
+}
+
+fn run_peer(peer: &str, make: impl FnOnce(&Path) -> Option<Driver>, settings: &[Setting]) {
+    if !require("memcached") {
+        return;
+    }
+    let tmp = TempDir::new(&format!("{peer}-{:x}", fastrand::u64(..)));
+    let Some(driver) = make(&tmp.0) else {
+        return;
+    };
+    for set in settings {
+        let s = Servers::start(driver.weights && !set.unit_weights);
+        let keys = keys(peer, set.mode);
+        driver.write(set.mode, &s, &keys);
+        check(peer, set, &s, &keys, &tmp.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the peers
+// ---------------------------------------------------------------------------------------
+
+fn php(_: &Path) -> Option<Driver> {
+    let Some(php) = program("php") else {
+        return missing("php-memcached", "php is not installed");
+    };
+    if !runs(
+        &php,
+        &["-r", "exit(extension_loaded('memcached') ? 0 : 1);"],
+    ) {
+        return missing("php-memcached", "php's memcached extension is not loaded");
+    }
+    Some(Driver {
+        cmd: vec![path_string(&php), script("php_detect.php")],
+        env: vec![],
+        weights: true,
+    })
+}
+
+fn pylibmc(_: &Path) -> Option<Driver> {
+    let py = PathBuf::from("/usr/bin/python3");
+    if !runs(&py, &["-c", "import pylibmc"]) {
+        return missing("pylibmc", "/usr/bin/python3 cannot import pylibmc");
+    }
+    Some(Driver {
+        cmd: vec![path_string(&py), script("pylibmc_detect.py")],
+        env: vec![],
+        weights: true,
+    })
+}
+
+fn spymemcached(tmp: &Path) -> Option<Driver> {
+    let (Some(javac), Some(java)) = (program("javac"), program("java")) else {
+        return missing("spymemcached", "javac/java are not installed");
+    };
+    if !Path::new(SPY_JAR).is_file() {
+        return missing("spymemcached", &format!("{SPY_JAR} is missing"));
+    }
+    let classes = tmp.join("spy");
+    let out = Command::new(&javac)
+        .args(["-J-XX:-UsePerfData", "-nowarn", "-d"])
+        .arg(&classes)
+        .args(["-cp", SPY_JAR])
+        .arg(script("SpyDetect.java"))
+        .output()
+        .expect("run javac");
+    assert!(
+        out.status.success(),
+        "javac: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(Driver {
+        cmd: vec![
+            path_string(&java),
+            "-XX:-UsePerfData".into(),
+            "-XX:TieredStopAtLevel=1".into(),
+            "-cp".into(),
+            format!("{SPY_JAR}:{}", path_string(&classes)),
+            "SpyDetect".into(),
+        ],
+        env: vec![],
+        weights: false,
+    })
+}
+
+fn dalli(_: &Path) -> Option<Driver> {
+    let Some(ruby) = program("ruby") else {
+        return missing("dalli", "ruby is not installed");
+    };
+    if !runs(&ruby, &["-e", "require 'dalli'"]) {
+        return missing("dalli", "ruby cannot require dalli");
+    }
+    Some(Driver {
+        cmd: vec![path_string(&ruby), script("dalli_detect.rb")],
+        env: vec![],
+        weights: true,
+    })
+}
+
+fn node(_: &Path) -> Option<Driver> {
+    let Some(node) = program("node") else {
+        return missing("node memcached", "node is not installed");
+    };
+    let modules = common::repo_root().join("tests/values/node_modules");
+    if !modules.join("memcached/package.json").is_file() {
+        return missing(
+            "node memcached",
+            "tests/values/node_modules lacks memcached (npm ci in tests/values)",
+        );
+    }
+    Some(Driver {
+        cmd: vec![path_string(&node), script("node_detect.js")],
+        env: vec![("NODE_PATH".into(), path_string(&modules))],
+        weights: true,
+    })
+}
+
+fn pymemcache(_: &Path) -> Option<Driver> {
+    let venv = std::env::var_os("PYMEMCACHE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_BIN_EXE_memshard"))
+                .parent()
+                .and_then(Path::parent)
+                .expect("target directory")
+                .join("pymemcache-venv")
+        });
+    let py = venv.join("bin/python");
+    if !runs(&py, &["-c", "import pymemcache"]) {
+        return missing(
+            "pymemcache",
+            "no pymemcache venv (scripts/pymemcache-venv.sh)",
+        );
+    }
+    Some(Driver {
+        cmd: vec![path_string(&py), script("pymemcache_detect.py")],
+        env: vec![],
+        weights: false,
+    })
+}
+
+fn gomemcache(tmp: &Path) -> Option<Driver> {
+    let Some(go) = program("go") else {
+        return missing("gomemcache", "go is not installed");
+    };
+    if !Path::new(GOMEMCACHE_SRC).is_dir() {
+        return missing("gomemcache", &format!("{GOMEMCACHE_SRC} is missing"));
+    }
+    let bin = tmp.join("gomemcache_detect");
+    let out = Command::new(&go)
+        .arg("build")
+        .arg("-o")
+        .arg(&bin)
+        .arg(script("gomemcache_detect.go"))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", "/usr/share/gocode")
+        .env("GOFLAGS", "")
+        .env("GOPROXY", "off")
+        .env("GOCACHE", tmp.join("gocache"))
+        .output()
+        .expect("run go build");
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(Driver {
+        cmd: vec![path_string(&bin)],
+        env: vec![],
+        weights: false,
+    })
+}
+
+#[test]
+fn detect_finds_php_memcached_default_and_ketama() {
+    run_peer(
+        "php-memcached",
+        php,
+        &[
+            setting(
+                "default",
+                "new Memcached()",
+                Flavor::LibmemcachedModula,
+                KeyHash::OneAtATime,
+            ),
+            setting(
+                "ketama",
+                "OPT_LIBKETAMA_COMPATIBLE",
+                Flavor::Libmemcached,
+                KeyHash::Md5,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn detect_finds_pylibmc_default_and_ketama() {
+    run_peer(
+        "pylibmc",
+        pylibmc,
+        &[
+            setting(
+                "default",
+                "no behaviors",
+                Flavor::LibmemcachedModula,
+                KeyHash::OneAtATime,
+            ),
+            setting(
+                "ketama",
+                "ketama_weighted",
+                Flavor::Libmemcached,
+                KeyHash::Md5,
+            ),
+            // pylibmc sets behaviors before adding servers: a server of weight > 1 added under
+            // KETAMA turns libmemcached's weighted ketama on (compat-vectors/pylibmc/README.md),
+            // with the key hash still one-at-a-time
+            setting(
+                "ketama-unweighted",
+                "ketama, weights 3,1,2,1",
+                Flavor::Libmemcached,
+                KeyHash::OneAtATime,
+            ),
+            Setting {
+                unit_weights: true,
+                ..setting(
+                    "ketama-unweighted",
+                    "ketama, weights 1",
+                    Flavor::LibmemcachedUnweighted,
+                    KeyHash::OneAtATime,
+                )
+            },
+        ],
+    );
+}
+
+#[test]
+fn detect_finds_spymemcached_default_and_ketama() {
+    run_peer(
+        "spymemcached",
+        spymemcached,
+        &[
+            setting(
+                "default",
+                "DefaultConnectionFactory",
+                Flavor::SpymemcachedModula,
+                KeyHash::Native,
+            ),
+            setting(
+                "ketama",
+                "KetamaConnectionFactory",
+                Flavor::Spymemcached,
+                KeyHash::Md5,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn detect_finds_dalli() {
+    run_peer(
+        "dalli",
+        dalli,
+        &[setting(
+            "default",
+            "Dalli::Client (its ring)",
+            Flavor::Dalli,
+            KeyHash::Crc32a,
+        )],
+    );
+}
+
+#[test]
+fn detect_finds_node_memcached() {
+    run_peer(
+        "node-memcached",
+        node,
+        &[setting(
+            "default",
+            "new Memcached (hashring)",
+            Flavor::NodeHashring,
+            KeyHash::Md5,
+        )],
+    );
+}
+
+#[test]
+fn detect_finds_pymemcache() {
+    run_peer(
+        "pymemcache",
+        pymemcache,
+        &[setting(
+            "default",
+            "HashClient (rendezvous)",
+            Flavor::Pymemcache,
+            KeyHash::Murmur3Seed0,
+        )],
+    );
+}
+
+#[test]
+fn detect_finds_gomemcache() {
+    run_peer(
+        "gomemcache",
+        gomemcache,
+        &[setting(
+            "default",
+            "memcache.New",
+            Flavor::Gomemcache,
+            KeyHash::Crc32a,
+        )],
+    );
+}
+
+/// nutcracker in front of the four servers, keys set through it by a plain text connection.
+#[test]
+fn detect_finds_nutcracker_ketama() {
+    if !require("memcached") || !require("nutcracker") {
+        return;
+    }
+    let tmp = TempDir::new(&format!("nutcracker-{:x}", fastrand::u64(..)));
+    for (mode, hash, describe) in [
+        ("ketama", None, "distribution: ketama"),
+        ("ketama-murmur", Some("murmur"), "ketama, hash: murmur"),
+    ] {
+        let s = Servers::start(true);
+        let entries: String = s.specs().iter().map(|e| format!("   - {e}\n")).collect();
+        let proxy = Nutcracker::start(1, |listen| {
+            let mut yml = format!("detect:\n  listen: {}\n  distribution: ketama\n", listen[0]);
+            if let Some(h) = hash {
+                yml += &format!("  hash: {h}\n");
+            }
+            yml + "  timeout: 5000\n  auto_eject_hosts: false\n  servers:\n" + &entries
+        });
+        let keys = keys("nutcracker", mode);
+        let items: Vec<(&str, String)> = keys
+            .iter()
+            .map(|k| (k.as_str(), format!("v:{k}")))
+            .collect();
+        Text::open(proxy.listen()).store_all(&items);
+        let hash = hash.map_or(KeyHash::Fnv1a_64, |h| h.parse().expect("hash"));
+        let set = setting(mode, describe, Flavor::Twemproxy, hash);
+        check("nutcracker", &set, &s, &keys, &tmp.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// servers that refuse metadump, --key-file, check_placement
+// ---------------------------------------------------------------------------------------
+
+/// A loopback fake that answers `ERROR` to every line, until the test ends.
+fn erroring_fake() -> String {
+    let l = TcpListener::bind((Ipv4Addr::new(127, 0, 41, 9), 0)).expect("bind the fake");
+    let addr = l.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().expect("clone");
+                for line in BufReader::new(conn).lines() {
+                    if line.is_err() || w.write_all(b"ERROR\r\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Keys set by memshard with `flavor` over `list`.
+fn store(list: &str, flavor: Flavor, keys: &[String]) {
+    let c = Client::builder()
+        .server_list(list)
+        .expect("list")
+        .flavor(flavor)
+        .build()
+        .expect("client");
+    for k in keys {
+        c.set(k, k.as_bytes(), Expiry::NEVER).expect("set");
+    }
+}
+
+#[test]
+fn detect_names_a_refused_metadump_and_key_file_finds_the_keys() {
+    if !require("memcached") {
+        return;
+    }
+    let tmp = TempDir::new(&format!("refused-{:x}", fastrand::u64(..)));
+    let open = Memcached::start(IPS[0], 0, "");
+    let closed = Memcached::start(IPS[1], 0, "-o no_lru_crawler");
+    let list = format!("{}\n{}\n", open.addr(), closed.addr());
+    let keys: Vec<String> = (0..300).map(|i| format!("refused:{i}")).collect();
+    store(&list, Flavor::LibmemcachedModula, &keys);
+    let servers = write_file(&tmp.0, "servers.txt", &list);
+    let out = memshard(&["detect", "--servers", &servers]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&closed.addr())
+            && err.contains("CLIENT_ERROR lru crawler disabled")
+            && err.contains("--key-file"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // a fake that answers ERROR
+    let fake = erroring_fake();
+    let with_fake = write_file(&tmp.0, "fake.txt", &format!("{}\n{fake}\n", open.addr()));
+    let out = memshard(&["detect", "--servers", &with_fake]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&fake) && err.contains("ERROR") && err.contains("--key-file"),
+        "{err}"
+    );
+    // --key-file: the keys looked up on every server, plus some no server holds
+    let mut lines: Vec<String> = keys.clone();
+    lines.extend((0..50).map(|i| format!("nowhere:{i}")));
+    let key_file = write_file(&tmp.0, "keys.txt", &(lines.join("\r\n") + "\n"));
+    let doc = detect_json(&["--servers", &servers, "--key-file", &key_file]);
+    assert_eq!(doc["keys"].as_u64(), Some(300), "{doc}");
+    let ranked = flavors(&doc);
+    assert_eq!(ranked[0].2, 300, "{doc}");
+    assert!(
+        ranked
+            .iter()
+            .any(|&(f, h, a)| f == Flavor::LibmemcachedModula
+                && h == KeyHash::OneAtATime
+                && a == 300),
+        "{doc}"
+    );
+    // --max-keys bounds the keys read from the file
+    let doc = detect_json(&[
+        "--servers",
+        &servers,
+        "--key-file",
+        &key_file,
+        "--max-keys",
+        "40",
+    ]);
+    assert_eq!(doc["keys"].as_u64(), Some(40), "{doc}");
+}
+
+/// `check_placement` counts the keys where the client would put them, per server; another
+/// placement's keys disagree; a server that refuses the dump is reported, not raised.
+#[test]
+fn check_placement_counts_agreement_both_clients() {
+    if !require("memcached") {
+        return;
+    }
+    let servers: Vec<Memcached> = IPS.iter().map(|&ip| Memcached::start(ip, 0, "")).collect();
+    let closed = Memcached::start(Ipv4Addr::new(127, 0, 41, 5), 0, "-o no_lru_crawler");
+    let list: String = servers
+        .iter()
+        .map(|m| format!("{} 1\n", m.addr()))
+        .collect();
+    let keys: Vec<String> = (0..400).map(|i| format!("check:{i}")).collect();
+    store(&list, Flavor::LibmemcachedModula, &keys);
+    let client = |flavor| {
+        Client::builder()
+            .server_list(&list)
+            .expect("list")
+            .flavor(flavor)
+            .build()
+            .expect("client")
+    };
+    let same = client(Flavor::LibmemcachedModula).check_placement(1000);
+    assert_eq!((same.sampled(), same.agree()), (400, 400), "{same:?}");
+    assert_eq!(same.agreement(), Some(1.0));
+    assert!(
+        same.servers
+            .iter()
+            .all(|(_, r)| r.as_ref().is_ok_and(|p| p.sampled > 0))
+    );
+    let other = client(Flavor::Libmemcached).check_placement(1000);
+    assert_eq!(other.sampled(), 400);
+    assert!(other.agree() < 300, "{other:?}");
+    // at most n keys per server
+    let few = client(Flavor::LibmemcachedModula).check_placement(10);
+    assert_eq!(few.sampled(), 40, "{few:?}");
+    // the client works after a dump cut short (its connection was closed, not pooled)
+    let c = client(Flavor::LibmemcachedModula);
+    let _ = c.check_placement(5);
+    assert_eq!(
+        c.get(&keys[0]).expect("get").map(|i| i.value.to_vec()),
+        Some(keys[0].clone().into_bytes())
+    );
+    // a server refusing the dump: reported, the others counted
+    let mixed = format!("{list}{} 1\n", closed.addr());
+    let c = Client::builder()
+        .server_list(&mixed)
+        .expect("list")
+        .flavor(Flavor::LibmemcachedModula)
+        .check_placement_at_start(100)
+        .build()
+        .expect("a disagreement or a refusal does not fail the build");
+    let r = c.check_placement(1000);
+    let failed: Vec<_> = r
+        .failed()
+        .map(|(s, e)| (s.addr.clone(), e.to_string()))
+        .collect();
+    assert_eq!(failed.len(), 1, "{r:?}");
+    assert_eq!(failed[0].0, closed.addr());
+    assert!(failed[0].1.contains("lru crawler disabled"), "{failed:?}");
+    // 5 servers now: modula over 5 puts most of the 4 servers' keys elsewhere
+    assert_eq!(r.sampled(), 400);
+    assert!(r.agree() < 400);
+    // the async client: the same counts
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let build = |flavor| {
+            memshard::aio::Client::builder()
+                .server_list(&list)
+                .expect("list")
+                .flavor(flavor)
+                .build()
+                .expect("async client")
+        };
+        let same = build(Flavor::LibmemcachedModula)
+            .check_placement(1000)
+            .await;
+        assert_eq!((same.sampled(), same.agree()), (400, 400), "{same:?}");
+        let other = build(Flavor::Libmemcached).check_placement(1000).await;
+        assert_eq!(other.sampled(), 400);
+        assert!(other.agree() < 300, "{other:?}");
+        let mut seen = 0;
+        let c = build(Flavor::Libmemcached);
+        let s = c
+            .metadump(&servers[0].addr(), 7, |_| seen += 1)
+            .await
+            .expect("dump");
+        assert_eq!((s.keys, s.complete, seen), (7, false, 7));
+    });
+}
