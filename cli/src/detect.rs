@@ -202,6 +202,7 @@ fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
     let mut keys = Vec::new();
     let mut input = io::BufReader::new(f);
     let mut line = Vec::new();
+    let mut skipped = 0usize;
     while keys.len() < max {
         line.clear();
         if input.read_until(b'\n', &mut line)? == 0 {
@@ -209,9 +210,18 @@ fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
         }
         let k = line.strip_suffix(b"\n").unwrap_or(&line);
         let k = k.strip_suffix(b"\r").unwrap_or(k);
-        if !k.is_empty() {
-            keys.push(k.to_vec());
+        // a log line that is no memcached key cannot be on any server
+        match memshard::proto::validate_key(k) {
+            Ok(()) => keys.push(k.to_vec()),
+            Err(_) if k.is_empty() => {}
+            Err(_) => skipped += 1,
         }
+    }
+    if skipped > 0 {
+        eprintln!(
+            "memshard detect: {} skipped {skipped} lines that are not memcached keys",
+            path.display()
+        );
     }
     Ok(keys)
 }

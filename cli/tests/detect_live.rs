@@ -681,6 +681,18 @@ fn detect_finds_nutcracker_ketama() {
         let hash = hash.map_or(KeyHash::Fnv1a_64, |h| h.parse().expect("hash"));
         let set = setting(mode, describe, Flavor::Twemproxy, hash);
         check("nutcracker", &set, &s, &keys, &tmp.0);
+        // the text output says that the two best place these keys alike
+        let list = write_file(&tmp.0, "text.txt", &s.list());
+        let out = memshard(&["detect", "--servers", &list]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.starts_with(&format!("keys: {N}\n"))
+                && text.contains(&format!(
+                    "tied: libmemcached/{hash}, twemproxy/{hash} place these keys identically"
+                )),
+            "{text}"
+        );
     }
 }
 
@@ -755,6 +767,8 @@ fn detect_names_a_refused_metadump_and_key_file_finds_the_keys() {
     // --key-file: the keys looked up on every server, plus some no server holds
     let mut lines: Vec<String> = keys.clone();
     lines.extend((0..50).map(|i| format!("nowhere:{i}")));
+    // log lines that are no key: skipped, counted on standard error
+    lines.extend(["two words".to_string(), "x".repeat(251)]);
     let key_file = write_file(&tmp.0, "keys.txt", &(lines.join("\r\n") + "\n"));
     let doc = detect_json(&["--servers", &servers, "--key-file", &key_file]);
     assert_eq!(doc["keys"].as_u64(), Some(300), "{doc}");
@@ -767,6 +781,12 @@ fn detect_names_a_refused_metadump_and_key_file_finds_the_keys() {
                 && h == KeyHash::OneAtATime
                 && a == 300),
         "{doc}"
+    );
+    let out = memshard(&["detect", "--servers", &servers, "--key-file", &key_file]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("skipped 2 lines"),
+        "{err}"
     );
     // --max-keys bounds the keys read from the file
     let doc = detect_json(&[

@@ -552,6 +552,29 @@ mod tests {
         link
     }
 
+    /// A metadump cut at its most keys leaves the link broken (its pool closes it: the rest
+    /// of the dump is still coming); one read to its END leaves it usable.
+    #[test]
+    fn a_dump_cut_short_breaks_its_link_a_whole_one_does_not() {
+        let line = b"key=a exp=-1 la=1 cas=1 fetch=no cls=1 size=60\n";
+        for (max, reply, broken) in [
+            (1, [&line[..], line].concat(), true),
+            (5, [&line[..], b"END\r\n"].concat(), false),
+        ] {
+            let mut link = Link::new("s:1", &ConnOptions::default());
+            link.checked_out();
+            let mut sink = |_| {};
+            let mut ex = crate::core::exchange::Metadump::new(max, &mut sink);
+            assert!(matches!(link.advance(&mut ex, true), Ok(Next::Write)));
+            link.wrote();
+            assert!(matches!(link.advance(&mut ex, false), Ok(Next::Read(_))));
+            link.spare()[..reply.len()].copy_from_slice(&reply);
+            link.received(reply.len()).expect("received");
+            assert!(matches!(link.advance(&mut ex, false), Ok(Next::Done(_))));
+            assert_eq!(link.is_broken(), broken, "max {max}");
+        }
+    }
+
     #[test]
     fn a_reused_link_closed_before_any_reply_byte_failed_stale() {
         for kind in [
