@@ -105,4 +105,37 @@ fn metrics_match_server_stats() {
         .map(|s| get("memshard_requests_total", &s.addr(), "get"))
         .sum();
     assert_eq!(gets, 900);
+
+    // check_placement_at_start sets memshard_placement_agreement: below 1 for a client whose
+    // placement did not write the keys (modula over keys the default ketama wrote), 1 for one
+    // whose did
+    let gauge = || {
+        snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .find_map(|(key, _, _, value)| match value {
+                DebugValue::Gauge(g) if key.key().name() == "memshard_placement_agreement" => {
+                    Some(g.into_inner())
+                }
+                _ => None,
+            })
+    };
+    assert_eq!(gauge(), None, "no check yet");
+    let _modula = Client::builder()
+        .server_list(&c.server_list())
+        .unwrap()
+        .flavor(memshard::Flavor::LibmemcachedModula)
+        .check_placement_at_start(1000)
+        .build()
+        .unwrap();
+    let off = gauge().expect("the gauge after a check");
+    assert!(off < 0.9, "modula over ketama's keys: {off}");
+    let _same = Client::builder()
+        .server_list(&c.server_list())
+        .unwrap()
+        .check_placement_at_start(1000)
+        .build()
+        .unwrap();
+    assert_eq!(gauge(), Some(1.0));
 }

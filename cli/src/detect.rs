@@ -4,7 +4,7 @@
 
 use crate::{Failure, NetArgs, usage};
 use clap::Args;
-use memshard::detect::{Detection, Detector};
+use memshard::detect::{CodecTally, Detection, Detector};
 use memshard::{Client, Flavor, Server};
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
@@ -47,11 +47,11 @@ pub struct DetectArgs {
 }
 
 /// Keys per `get` while looking keys up.
-const LOOKUP_BATCH: usize = 500;
+const LOOKUP_BATCH: usize = 100;
+/// Sampled values per `get`.
+const SAMPLE_BATCH: usize = 8;
 /// Progress on standard error every this many keys.
 const PROGRESS_EVERY: u64 = 20_000;
-/// Bytes of each sampled value kept for the codecs (the sniffers read the head only).
-const VALUE_HEAD: usize = 64;
 
 /// The servers as the connection list, and the detector over each flavor's spelling of them.
 fn servers(a: &DetectArgs) -> Result<(Vec<Server>, Detector), Failure> {
@@ -103,8 +103,7 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
         .iter()
         .map(|s| one_server(&a, s))
         .collect::<Result<Vec<_>, _>>()?;
-    // (flags, head of the value) of the sampled values
-    let mut samples: Vec<(u32, Vec<u8>)> = Vec::new();
+    let mut codecs = CodecTally::new();
     match &a.key_file {
         Some(path) => {
             let keys = read_keys(path, a.max_keys)?;
@@ -118,8 +117,7 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
                                 progress(det.keys(), i + 1, n);
                                 if sampled < a.sample_values {
                                     sampled += 1;
-                                    let head = &item.value[..item.value.len().min(VALUE_HEAD)];
-                                    samples.push((item.flags, head.to_vec()));
+                                    codecs.observe(item.flags, &item.value);
                                 }
                             }
                             Ok(None) => {}
@@ -130,8 +128,12 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
             }
         }
         None => {
-            let share = a.max_keys.div_ceil(n.max(1)).max(1);
             for (i, c) in clients.iter().enumerate() {
+                // --max-keys in all: an even share each, the remainder to the first servers
+                let share = a.max_keys / n + usize::from(i < a.max_keys % n);
+                if share == 0 {
+                    continue;
+                }
                 let mut sample_keys: Vec<Vec<u8>> = Vec::new();
                 let want = a.sample_values;
                 let dumped = c.metadump(&list[i].addr, share, |k| {
@@ -144,18 +146,25 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
                 if let Err(e) = dumped {
                     return Err(server_failed(&e, true));
                 }
-                for (_, r) in sample_keys.iter().zip(c.get_multi(&sample_keys)) {
-                    // a key gone since the dump, or a value too large to read: not sampled
-                    if let Ok(Some(item)) = r {
-                        let head = &item.value[..item.value.len().min(VALUE_HEAD)];
-                        samples.push((item.flags, head.to_vec()));
+                // a few values at a time: each may be up to the item size
+                for chunk in sample_keys.chunks(SAMPLE_BATCH) {
+                    for r in c.get_multi(chunk) {
+                        // a key gone since the dump, or a value too large to read: not sampled
+                        if let Ok(Some(item)) = r {
+                            codecs.observe(item.flags, &item.value);
+                        }
                     }
                 }
             }
         }
     }
     let detection = det.detection();
-    let codecs = codec_counts(&samples);
+    let sampled = codecs.values();
+    let codecs: Vec<(String, u64)> = codecs
+        .ranked()
+        .into_iter()
+        .map(|(c, n)| (c.name().to_string(), n))
+        .collect();
     let stdout = io::stdout();
     let mut out = stdout.lock();
     if a.json {
@@ -177,7 +186,7 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
         let doc = serde_json::json!({"keys": detection.keys, "flavors": flavors, "codecs": codecs});
         writeln!(out, "{doc}")?;
     } else {
-        write_text(&mut out, &detection, &codecs, samples.len())?;
+        write_text(&mut out, &detection, &codecs, sampled)?;
     }
     out.flush()?;
     Ok(())
@@ -226,12 +235,6 @@ fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
     Ok(keys)
 }
 
-/// The codecs that read the sampled values, by values read, falling.
-fn codec_counts(samples: &[(u32, Vec<u8>)]) -> Vec<(String, u64)> {
-    let _ = samples;
-    Vec::new()
-}
-
 fn pct(d: &Detection, agree: u64) -> f64 {
     if d.keys == 0 {
         100.0
@@ -244,7 +247,7 @@ fn write_text(
     out: &mut impl Write,
     d: &Detection,
     codecs: &[(String, u64)],
-    sampled: usize,
+    sampled: u64,
 ) -> io::Result<()> {
     writeln!(out, "keys: {}", d.keys)?;
     if d.keys == 0 {

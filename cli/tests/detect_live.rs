@@ -788,6 +788,10 @@ fn detect_names_a_refused_metadump_and_key_file_finds_the_keys() {
         out.status.success() && err.contains("skipped 2 lines"),
         "{err}"
     );
+    // --max-keys bounds the keys a metadump reads (the server holds more)
+    let only_open = write_file(&tmp.0, "open.txt", &format!("{}\n", open.addr()));
+    let doc = detect_json(&["--servers", &only_open, "--max-keys", "25"]);
+    assert_eq!(doc["keys"].as_u64(), Some(25), "{doc}");
     // --max-keys bounds the keys read from the file
     let doc = detect_json(&[
         "--servers",
@@ -813,7 +817,13 @@ fn check_placement_counts_agreement_both_clients() {
         .iter()
         .map(|m| format!("{} 1\n", m.addr()))
         .collect();
-    let keys: Vec<String> = (0..400).map(|i| format!("check:{i}")).collect();
+    // half of them UTF-8: metadump spells bytes >= 0x80 as %XX
+    let keys: Vec<String> = (0..400)
+        .map(|i| match i % 2 {
+            0 => format!("check:{i}"),
+            _ => format!("check:{i}:clé/日本"),
+        })
+        .collect();
     store(&list, Flavor::LibmemcachedModula, &keys);
     let client = |flavor| {
         Client::builder()

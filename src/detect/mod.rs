@@ -188,5 +188,11 @@ impl Detection {
     }
 }
 
+#[cfg(feature = "codecs")]
+mod codecs;
+#[cfg(feature = "codecs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+pub use codecs::CodecTally;
+
 #[cfg(test)]
 mod tests;

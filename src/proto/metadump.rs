@@ -3,12 +3,13 @@
 //! memcached's crawler (`crawler.c`, `crawler_metadump_eval`) writes one line per live item,
 //! `key=K exp=E la=L cas=C fetch=yes|no cls=N size=S` (1.6.22 and later add `flags=F`, with
 //! extstore `ext_page=` and `ext_offset=`), each ended by a bare `\n`, and ends the dump with
-//! `END\r\n`. The key is URL-encoded by `uriencode` (util.c): every byte but ASCII letters,
-//! digits and `-._~` as `%XX`, so binary keys (meta `b` keys, stored decoded) and keys with
-//! spaces come back byte for byte. Refusals are one line: `CLIENT_ERROR lru crawler disabled`
-//! (`-o no_lru_crawler`), `ERROR metadump not allowed` (`-o no_dump`), `BUSY currently
-//! processing crawler request`; `NOTSTARTED no items to crawl` answers a server with nothing
-//! to crawl.
+//! `END\r\n`; 1.6.43 and later send `OK\r\n` before the first item (`crawler_metadump_init`).
+//! The key is URL-encoded by `uriencode` (util.c): every byte but ASCII letters, digits and
+//! `-._~` as `%XX`, so binary keys (meta `b` keys, stored decoded; only `mgdump` spells them
+//! in base64) and keys with spaces come back byte for byte. Refusals are one line:
+//! `CLIENT_ERROR lru crawler disabled` (`-o no_lru_crawler`), `ERROR metadump not allowed`
+//! (`-o no_dump`), `BUSY currently processing crawler request`; `NOTSTARTED no items to
+//! crawl` answers a server with nothing to crawl.
 
 /// The request: every slab class.
 pub const METADUMP_ALL: &[u8] = b"lru_crawler metadump all\r\n";
@@ -43,6 +44,8 @@ pub struct DumpedKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DumpLine {
+    /// `OK`: the dump starts (memcached 1.6.43 and later).
+    Started,
     /// An item.
     Key(DumpedKey),
     /// `END`: the dump is complete.
@@ -85,6 +88,9 @@ pub fn parse_dump_line(line: &[u8]) -> Result<DumpLine, DumpError> {
     let bad = || DumpError::Malformed(String::from_utf8_lossy(line).into_owned());
     if line == b"END" {
         return Ok(DumpLine::End);
+    }
+    if line == b"OK" {
+        return Ok(DumpLine::Started);
     }
     if line.starts_with(b"NOTSTARTED") {
         return Ok(DumpLine::Empty);
@@ -199,7 +205,8 @@ mod tests {
     }
 
     #[test]
-    fn ends_and_refusals() {
+    fn starts_ends_and_refusals() {
+        assert_eq!(parse_dump_line(b"OK"), Ok(DumpLine::Started));
         assert_eq!(parse_dump_line(b"END"), Ok(DumpLine::End));
         assert_eq!(
             parse_dump_line(b"NOTSTARTED no items to crawl"),
@@ -225,6 +232,7 @@ mod tests {
         for line in [
             &b""[..],
             b"ENDX",
+            b"OKAY",
             b"ERRORS",
             b"key=",
             b"exp=-1 cls=1",

@@ -86,6 +86,7 @@ impl Exchange for Metadump<'_> {
                     self.keys += 1;
                     (self.sink)(k);
                 }
+                DumpLine::Started => {}
                 DumpLine::End | DumpLine::Empty => return Ok(Step::Done(self.summary(true))),
                 // one line and nothing after it: the stream is in step
                 DumpLine::Refused(line) => {
@@ -141,7 +142,8 @@ mod tests {
     /// Lines split anywhere between reads; each key reaches the sink as it is read.
     #[test]
     fn keys_stream_to_the_sink_until_end() {
-        let a = format!("key=a%20b {LINE}key=c");
+        // memcached 1.6.43 and later start with OK
+        let a = format!("OK\r\nkey=a%20b {LINE}key=c");
         let b = format!("d {LINE}END\r\n");
         let (keys, r, keep, left) = dump(10, &[&a, &b]);
         assert_eq!(keys, [b"a b".to_vec(), b"cd".to_vec()]);
