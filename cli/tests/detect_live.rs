@@ -338,7 +338,38 @@ fn check(peer: &str, set: &Setting, s: &Servers, keys: &[String], tmp: &Path) ->
         tied_alike,
         "{row}: tied candidates place the keys differently: {best:?}"
     );
+    // the peer's own codec reads as many sampled values as any codec
+    let counts: Vec<(&str, u64)> = doc["codecs"]
+        .as_array()
+        .expect("codecs")
+        .iter()
+        .map(|c| {
+            (
+                c["codec"].as_str().unwrap_or("?"),
+                c["values"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    if let Some(own) = codec_of(peer) {
+        let most = counts.first().map_or(0, |c| c.1);
+        assert!(
+            most > 0 && counts.iter().any(|&(c, n)| c == own && n == most),
+            "{row}: {own} does not read the most sampled values"
+        );
+    }
     row
+}
+
+/// The codec of a peer that writes typed values (the others write plain bytes).
+fn codec_of(peer: &str) -> Option<&'static str> {
+    match peer {
+        "php-memcached" => Some("php-memcached"),
+        "pylibmc" => Some("pylibmc"),
+        "spymemcached" => Some("spymemcached"),
+        "dalli" => Some("dalli"),
+        "node-memcached" => Some("node-memcached"),
+        _ => None,
+    }
 }
 
 fn run_peer(peer: &str, make: impl FnOnce(&Path) -> Option<Driver>, settings: &[Setting]) {
