@@ -429,6 +429,40 @@ impl PeerProfile {
         self.flavor
     }
 
+    /// The flavor for `servers`: [`PeerProfile::flavor`], except where the peer runs
+    /// libmemcached with its consistent distribution (pylibmc `ketama` or `distribution`
+    /// `consistent`, php-memcached `OPT_DISTRIBUTION` `DISTRIBUTION_CONSISTENT`): a server
+    /// given a weight above 1 turns libmemcached's weighted ketama on
+    /// (`memcached_server_add_with_weight`), so the flavor is then
+    /// [`Flavor::Libmemcached`], with the same key hash.
+    ///
+    /// ```
+    /// use memshard::{Flavor, parse_server_list};
+    /// use memshard::peer::{Peer, PeerProfile};
+    /// let ketama = PeerProfile::from(Peer::Pylibmc).option("ketama", "true")?;
+    /// let even = parse_server_list("127.0.0.1:11211\n127.0.0.1:11212")?;
+    /// let weighted = parse_server_list("127.0.0.1:11211 3\n127.0.0.1:11212 1")?;
+    /// assert_eq!(ketama.flavor_for(&even), Flavor::LibmemcachedUnweighted);
+    /// assert_eq!(ketama.flavor_for(&weighted), Flavor::Libmemcached);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn flavor_for(&self, servers: &[crate::Server]) -> Flavor {
+        crate::settings::weighted_if_weights(
+            self.flavor,
+            self.weights_turn_ketama_weighted(),
+            servers,
+        )
+    }
+
+    /// Whether the peer runs libmemcached, whose consistent distribution turns weighted with
+    /// a weight above 1 (see [`PeerProfile::flavor_for`]).
+    fn weights_turn_ketama_weighted(&self) -> bool {
+        matches!(
+            self.source,
+            Source::Peer(Peer::PhpMemcached | Peer::Pylibmc | Peer::AwsPhp)
+        )
+    }
+
     /// The key hash.
     pub fn hash(&self) -> KeyHash {
         self.hash
@@ -881,6 +915,7 @@ impl<C> crate::Builder<C> {
         let p = profile.into();
         let s = &mut self.settings;
         s.flavor = p.flavor;
+        s.weights_turn_ketama_weighted = p.weights_turn_ketama_weighted();
         s.hash = Some(p.hash);
         s.point_hash = None;
         s.tag = p.tag;
@@ -1000,7 +1035,8 @@ mod tests {
 
     #[test]
     fn placement_options_as_the_peers_spell_them() {
-        let cases: &[(Peer, &[(&str, &str)], Flavor, KeyHash)] = &[
+        type Case<'a> = (Peer, &'a [(&'a str, &'a str)], Flavor, KeyHash);
+        let cases: &[Case] = &[
             (
                 Peer::PhpMemcached,
                 &[("OPT_LIBKETAMA_COMPATIBLE", "true")],
@@ -1169,9 +1205,7 @@ mod tests {
             "memcache".parse::<Peer>(),
             Err(PeerError::UnknownPeer(_))
         ));
-        for e in [e] {
-            assert!(e.to_string().len() < 300, "{e}");
-        }
+        assert!(e.to_string().len() < 300, "{e}");
     }
 
     #[test]

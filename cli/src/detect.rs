@@ -90,6 +90,21 @@ fn one_server(a: &DetectArgs, s: &Server) -> Result<Client, Failure> {
     a.net.security.apply(b)?.build().map_err(usage)
 }
 
+/// Dumps of one server before a short one is taken as it is.
+const DUMP_ATTEMPTS: u32 = 3;
+/// Between them: the crawl in the way is usually over by then.
+const DUMP_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The items the server of `c` holds (`curr_items`), if it says.
+fn curr_items(c: &Client) -> Option<u64> {
+    let (_, stats) = c.stats(None).into_iter().next()?;
+    stats
+        .ok()?
+        .into_iter()
+        .find(|(k, _)| k == "curr_items")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 fn progress(keys: u64, server: usize, servers: usize) {
     if keys > 0 && keys.is_multiple_of(PROGRESS_EVERY) {
         eprintln!("memshard detect: {keys} keys read (server {server} of {servers})");
@@ -134,18 +149,53 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
                 if share == 0 {
                     continue;
                 }
-                let mut sample_keys: Vec<Vec<u8>> = Vec::new();
-                let want = a.sample_values;
-                let dumped = c.metadump(&list[i].addr, share, |k| {
-                    det.observe(&k.key, i);
-                    progress(det.keys(), i + 1, n);
-                    if sample_keys.len() < want {
-                        sample_keys.push(k.key);
+                // memcached's LRU crawler skips a sub-LRU it is already crawling (its own
+                // background crawl; crawler.c, do_lru_crawler_start): a dump can list fewer
+                // keys than the server holds, and still end with END. Checked against
+                // `curr_items`, and read again.
+                let held = curr_items(c).map(|n| n.min(share as u64));
+                let mut attempt = 0;
+                let sample_keys = loop {
+                    attempt += 1;
+                    let before = det.clone();
+                    let mut sample_keys: Vec<Vec<u8>> = Vec::new();
+                    let want = a.sample_values;
+                    let mut listed = 0u64;
+                    let dumped = c.metadump(&list[i].addr, share, |k| {
+                        listed += 1;
+                        det.observe(&k.key, i);
+                        progress(det.keys(), i + 1, n);
+                        if sample_keys.len() < want {
+                            sample_keys.push(k.key);
+                        }
+                    });
+                    match dumped {
+                        // BUSY: another crawl (one at a time per server); its turn comes
+                        Err(e) if e.to_string().contains("BUSY") && attempt < DUMP_ATTEMPTS => {
+                            det = before;
+                            std::thread::sleep(DUMP_RETRY_PAUSE);
+                            continue;
+                        }
+                        Err(e) => return Err(server_failed(&e, true)),
+                        Ok(_) => {}
                     }
-                });
-                if let Err(e) = dumped {
-                    return Err(server_failed(&e, true));
-                }
+                    match held {
+                        Some(held) if listed < held && attempt < DUMP_ATTEMPTS => {
+                            det = before;
+                            std::thread::sleep(DUMP_RETRY_PAUSE);
+                        }
+                        Some(held) if listed < held => {
+                            eprintln!(
+                                "memshard detect: {}: the dump listed {listed} of {held} items \
+                                 after {DUMP_ATTEMPTS} tries (expired items, or the server's LRU \
+                                 crawler busy); ranking the keys listed",
+                                list[i].addr
+                            );
+                            break sample_keys;
+                        }
+                        _ => break sample_keys,
+                    }
+                };
                 // a few values at a time: each may be up to the item size
                 for chunk in sample_keys.chunks(SAMPLE_BATCH) {
                     for r in c.get_multi(chunk) {

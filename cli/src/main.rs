@@ -644,6 +644,10 @@ impl RingArgs {
         };
         let servers = memshard::parse_server_list(&text)
             .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        let flavor = match self.profile()? {
+            Some(p) => p.flavor_for(&servers),
+            None => flavor,
+        };
         let ring = Ring::with_options(servers, flavor, hash, tag)
             .map_err(|e| usage(format!("{}: {e}", path.display())))?;
         Ok((ring, None))

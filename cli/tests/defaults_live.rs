@@ -1,10 +1,11 @@
-//! The peers at their DEFAULT placement against memshard's matching flavor, live, both ways.
+//! The peers at their DEFAULT placement against memshard's profile of each peer
+//! (`Builder::peer`), live, both ways.
 //!
 //! Five memcached servers on 127.0.28.1–127.0.28.5 (free ports; no other test binary uses
 //! 127.0.28.x). For each peer, through its driver in `tests/defaults/`, with the peer built as
 //! its users build it when they set nothing:
 //!
-//! | peer | built as | memshard flavor |
+//! | peer | built as | memshard profile's flavor |
 //! |---|---|---|
 //! | php-memcached | `new Memcached()` + `addServer(host, port, weight)` | `libmemcached-modula` |
 //! | pylibmc | `pylibmc.Client(["host:port:weight", ...])`, no behaviors | `libmemcached-modula` |
@@ -19,7 +20,8 @@
 //! order over its binary protocol (see the keys below). In each, [`N`] keys each way:
 //!
 //! - **peer → memshard**: the peer `set`s the keys (values from [`common::value_for`]), then
-//!   memshard's blocking `Client` with the flavor reads every one: 0 misses, 0 wrong values.
+//!   memshard's blocking `Client`, built with `Builder::peer(Peer::…)` and nothing else (its
+//!   flavor checked against the table), reads every one: 0 misses, 0 wrong values.
 //! - **memshard → peer**: memshard `set`s other keys, the peer `get`s them all: the same.
 //! - In both directions every key is then looked up raw on each of the five servers (no client
 //!   code): it must be on the server `Client::ring().server_for(key)` names and on no other, so
@@ -84,6 +86,9 @@ enum Keys {
 
 struct Peer {
     name: &'static str,
+    /// memshard's profile of the peer at its defaults: what the client is built with.
+    profile: memshard::peer::Peer,
+    /// The flavor that profile must place with (checked).
     flavor: Flavor,
     /// The driver: program and leading arguments; then `write|read HOST:PORT:WEIGHT...`.
     cmd: Vec<String>,
@@ -154,6 +159,7 @@ fn php_memcached() -> Option<Peer> {
     }
     Some(Peer {
         name: "php-memcached",
+        profile: memshard::peer::Peer::PhpMemcached,
         flavor: Flavor::LibmemcachedModula,
         cmd: vec![path_string(&php), driver("php_defaults.php")],
         // and UTF-8 keys over its binary protocol (see `scenarios`)
@@ -171,6 +177,7 @@ fn pylibmc() -> Option<Peer> {
     }
     Some(Peer {
         name: "pylibmc",
+        profile: memshard::peer::Peer::Pylibmc,
         flavor: Flavor::LibmemcachedModula,
         cmd: vec![path_string(&py), driver("pylibmc_defaults.py")],
         keys: Keys::Utf8,
@@ -201,6 +208,7 @@ fn spymemcached(tmp: &Path) -> Option<Peer> {
     );
     Some(Peer {
         name: "spymemcached",
+        profile: memshard::peer::Peer::Spymemcached,
         flavor: Flavor::SpymemcachedModula,
         cmd: vec![
             path_string(&java),
@@ -260,6 +268,7 @@ fn pymemcache() -> Option<Peer> {
     }
     Some(Peer {
         name: "pymemcache",
+        profile: memshard::peer::Peer::Pymemcache,
         flavor: Flavor::Pymemcache,
         cmd: vec![path_string(&py), driver("pymemcache_defaults.py")],
         keys: Keys::Ascii,
@@ -300,6 +309,7 @@ fn gomemcache(tmp: &Path) -> Option<Peer> {
     );
     Some(Peer {
         name: "gomemcache",
+        profile: memshard::peer::Peer::Gomemcache,
         flavor: Flavor::Gomemcache,
         cmd: vec![path_string(&bin)],
         keys: Keys::Ascii,
@@ -558,13 +568,16 @@ impl List {
     }
 }
 
+/// memshard's client for `peer`, built with nothing but the peer's profile at its defaults.
 fn client(peer: &Peer, list: &List, s: &Servers) -> Client {
-    Client::builder()
+    let client = Client::builder()
         .server_list(&list.server_list(s))
         .expect("server list")
-        .flavor(peer.flavor)
+        .peer(peer.profile)
         .build()
-        .expect("build the client")
+        .expect("build the client");
+    assert_eq!(client.ring().flavor(), peer.flavor, "{}", peer.name);
+    client
 }
 
 // ---------------------------------------------------------------------------------------

@@ -53,10 +53,7 @@ const GOMEMCACHE_SRC: &str = "/usr/share/gocode/src/github.com/bradfitz/gomemcac
 const DRIVER_DEADLINE: Duration = Duration::from_secs(180);
 
 fn missing(peer: &str, why: &str) -> Option<Driver> {
-    if std::env::var_os("CI").is_some() {
-        panic!("{peer} is not available ({why}); scripts/test.sh must install it");
-    }
-    eprintln!("SKIPPED {peer}: {why}");
+    common::skip(peer, why);
     None
 }
 
@@ -113,6 +110,9 @@ struct Setting {
     describe: &'static str,
     flavor: Flavor,
     hash: KeyHash,
+    /// The peer's own options for this setting, as `--peer-option` takes them (none: its
+    /// defaults).
+    options: &'static [(&'static str, &'static str)],
 }
 
 fn setting(mode: &'static str, describe: &'static str, flavor: Flavor, hash: KeyHash) -> Setting {
@@ -122,7 +122,77 @@ fn setting(mode: &'static str, describe: &'static str, flavor: Flavor, hash: Key
         describe,
         flavor,
         hash,
+        options: &[],
     }
+}
+
+impl Setting {
+    fn with(self, options: &'static [(&'static str, &'static str)]) -> Setting {
+        Setting { options, ..self }
+    }
+}
+
+/// A client built with nothing but the peer's profile and the setting's options (the peer's
+/// own vocabulary) places as the peer did and reads every key it wrote, each value decoded by
+/// the profile's codec; `memshard get --peer` with `--peer-option`s finds them all too.
+fn read_through_profile(peer: &str, set: &Setting, s: &Servers, keys: &[String], list: &str) {
+    let Ok(who) = peer.parse::<memshard::peer::Peer>() else {
+        return;
+    };
+    let profile = memshard::peer::PeerProfile::from(who)
+        .options(set.options.iter().copied())
+        .expect("the peer's options");
+    let client = Client::builder()
+        .server_list(&s.list())
+        .expect("list")
+        .peer(profile)
+        .build()
+        .expect("builds");
+    assert_eq!(
+        (client.ring().flavor(), client.ring().key_hash()),
+        (set.flavor, set.hash),
+        "{peer} {}: the profile's placement",
+        set.mode
+    );
+    let mut read = 0;
+    for k in keys {
+        match client.get_value(k) {
+            Ok(Some(_)) => read += 1,
+            Ok(None) => panic!("{peer} {}: {k} not found through the profile", set.mode),
+            Err(e) => panic!("{peer} {}: {k}: {e}", set.mode),
+        }
+    }
+    assert_eq!(read, keys.len());
+    let mut args = vec!["get", "--servers", list, "--peer", peer];
+    let opts: Vec<String> = set
+        .options
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    for o in &opts {
+        args.extend(["--peer-option", o.as_str()]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_memshard"))
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(keys.join("\n").as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("memshard get");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} hits, 0 misses, 0 errors", keys.len())),
+        "{peer} {}: {stderr}",
+        set.mode
+    );
 }
 
 /// The servers of one run, with the weights the peer was given.
@@ -288,6 +358,7 @@ fn flavors(doc: &J) -> Vec<(Flavor, KeyHash, u64)> {
 /// the table.
 fn check(peer: &str, set: &Setting, s: &Servers, keys: &[String], tmp: &Path) -> String {
     let list = write_file(tmp, &format!("{peer}-{}.txt", set.mode), &s.list());
+    read_through_profile(peer, set, s, keys, &list);
     let doc = detect_json(&["--servers", &list]);
     let found = doc["keys"].as_u64().expect("keys");
     let ranked = flavors(&doc);
@@ -560,7 +631,8 @@ fn detect_finds_php_memcached_default_and_ketama() {
                 "OPT_LIBKETAMA_COMPATIBLE",
                 Flavor::Libmemcached,
                 KeyHash::Md5,
-            ),
+            )
+            .with(&[("OPT_LIBKETAMA_COMPATIBLE", "true")]),
         ],
     );
 }
@@ -582,7 +654,8 @@ fn detect_finds_pylibmc_default_and_ketama() {
                 "ketama_weighted",
                 Flavor::Libmemcached,
                 KeyHash::Md5,
-            ),
+            )
+            .with(&[("ketama_weighted", "true")]),
             // pylibmc sets behaviors before adding servers: a server of weight > 1 added under
             // KETAMA turns libmemcached's weighted ketama on (compat-vectors/pylibmc/README.md),
             // with the key hash still one-at-a-time
@@ -591,7 +664,8 @@ fn detect_finds_pylibmc_default_and_ketama() {
                 "ketama, weights 3,1,2,1",
                 Flavor::Libmemcached,
                 KeyHash::OneAtATime,
-            ),
+            )
+            .with(&[("ketama", "true")]),
             Setting {
                 unit_weights: true,
                 ..setting(
@@ -600,6 +674,7 @@ fn detect_finds_pylibmc_default_and_ketama() {
                     Flavor::LibmemcachedUnweighted,
                     KeyHash::OneAtATime,
                 )
+                .with(&[("ketama", "true")])
             },
         ],
     );
@@ -622,7 +697,8 @@ fn detect_finds_spymemcached_default_and_ketama() {
                 "KetamaConnectionFactory",
                 Flavor::Spymemcached,
                 KeyHash::Md5,
-            ),
+            )
+            .with(&[("ConnectionFactory", "KetamaConnectionFactory")]),
         ],
     );
 }

@@ -29,10 +29,7 @@ const N: usize = 200;
 
 fn php() -> Option<PathBuf> {
     let skip = |why: &str| {
-        if std::env::var_os("CI").is_some() {
-            panic!("php-memcached is not available ({why}); scripts/test.sh must install it");
-        }
-        eprintln!("SKIPPED php-memcached: {why} (scripts/test.sh installs it)");
+        common::skip("php-memcached", why);
         None
     };
     let Some(php) = program("php") else {

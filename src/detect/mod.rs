@@ -43,8 +43,9 @@ pub fn candidates() -> Vec<Candidate> {
         .collect()
 }
 
-/// Counts, for every [`candidate`](candidates), the keys it places where they are.
-#[derive(Debug)]
+/// Counts, for every [`candidate`](candidates), the keys it places where they are. Cloned to
+/// take a scan of one server back (a dump that turned out partial, read again).
+#[derive(Clone, Debug)]
 pub struct Detector {
     rings: Vec<(Candidate, Ring)>,
     agree: Vec<u64>,

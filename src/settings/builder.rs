@@ -31,6 +31,10 @@ pub(crate) struct Settings {
     pub(crate) servers: Vec<Server>,
     pub(crate) discovery: Option<crate::settings::Discovery>,
     pub(crate) flavor: Flavor,
+    /// libmemcached's rule for its consistent distribution: a server added with weight > 1
+    /// turns weighted ketama on (`memcached_server_add_with_weight`). Set by a profile whose
+    /// peer runs libmemcached; the ring then takes [`Flavor::Libmemcached`] when a weight > 1.
+    pub(crate) weights_turn_ketama_weighted: bool,
     pub(crate) hash: Option<KeyHash>,
     pub(crate) point_hash: Option<KeyHash>,
     pub(crate) tag: Option<HashTag>,
@@ -59,6 +63,7 @@ impl Default for Settings {
             servers: Vec::new(),
             discovery: None,
             flavor: Flavor::Libmemcached,
+            weights_turn_ketama_weighted: false,
             hash: None,
             point_hash: None,
             tag: None,
@@ -143,11 +148,27 @@ impl Settings {
     pub(crate) fn ring(&self) -> Result<Ring> {
         Ok(Ring::with_point_hash(
             self.servers.clone(),
-            self.flavor,
+            weighted_if_weights(
+                self.flavor,
+                self.weights_turn_ketama_weighted,
+                &self.servers,
+            ),
             self.hash,
             self.point_hash,
             self.tag,
         )?)
+    }
+}
+
+/// `flavor`, or [`Flavor::Libmemcached`] (weighted ketama) when `rule` holds, `flavor` is
+/// libmemcached's unweighted consistent ring and a server has a weight above 1: what
+/// libmemcached does when such a server is added to a consistent handle (libmemcached's
+/// `memcached_server_add_with_weight`).
+pub(crate) fn weighted_if_weights(flavor: Flavor, rule: bool, servers: &[Server]) -> Flavor {
+    if rule && flavor == Flavor::LibmemcachedUnweighted && servers.iter().any(|s| s.weight > 1) {
+        Flavor::Libmemcached
+    } else {
+        flavor
     }
 }
 
@@ -274,6 +295,7 @@ impl<C> Builder<C> {
     /// Placement flavor. Default: [`Flavor::Libmemcached`].
     pub fn flavor(mut self, flavor: Flavor) -> Self {
         self.settings.flavor = flavor;
+        self.settings.weights_turn_ketama_weighted = false;
         self
     }
 

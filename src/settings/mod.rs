@@ -9,6 +9,7 @@
 //! themselves to a builder (the `config` module).
 
 mod builder;
+pub(crate) use builder::weighted_if_weights;
 mod conn;
 mod credentials;
 mod discovery;

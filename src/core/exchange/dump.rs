@@ -133,7 +133,6 @@ mod tests {
             }
         };
         let keep = ex.keep_connection();
-        drop(ex);
         (keys, r, keep, rb.unread().len())
     }
 
