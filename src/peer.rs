@@ -516,10 +516,9 @@ impl PeerProfile {
     /// # Ok::<(), memshard::peer::PeerError>(())
     /// ```
     pub fn option(mut self, option: &str, value: &str) -> Result<Self, PeerError> {
-        let peer = match self.source {
-            Source::Peer(peer) => peer,
-            #[cfg(feature = "peer-config")]
-            Source::Twemproxy => return Err(self.unknown_option(option, &[])),
+        // a twemproxy configuration has no options of its own here
+        let Some(peer) = self.peer() else {
+            return Err(self.unknown_option(option, &[]));
         };
         let (placing, neutral) = peer.options();
         if neutral.contains(&option) {

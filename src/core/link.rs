@@ -154,6 +154,7 @@ impl Link {
     }
 
     /// Never answered anything: no reply byte heard, no exchange completed.
+    #[cfg(feature = "async")]
     pub(crate) fn is_unused(&self) -> bool {
         !self.heard && self.completed == 0
     }

@@ -65,7 +65,7 @@ impl Detector {
 
     /// A detector whose rings take each flavor's own spelling of the same servers (the
     /// servers a cluster endpoint lists, named as each peer names them:
-    /// [`servers_for`](crate::discovery::servers_for)). Each list must name the same servers
+    /// `discovery::servers_for`). Each list must name the same servers
     /// in the same order.
     pub fn per_flavor(servers: impl Fn(Flavor) -> Vec<Server>) -> Result<Detector, RingError> {
         let mut rings = Vec::new();
