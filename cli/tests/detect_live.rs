@@ -807,6 +807,55 @@ fn detect_finds_nutcracker_ketama() {
 // servers that refuse metadump, --key-file, check_placement
 // ---------------------------------------------------------------------------------------
 
+/// A loopback fake of a server holding 3 items (`stats`: `curr_items 3`) whose LRU crawler is
+/// in the way of the first dumps: the first `lru_crawler metadump all` answers BUSY, the second
+/// lists one key and ends, the third lists all three (as memcached does once its own crawl is
+/// over); gets miss.
+fn crawler_busy_fake() -> String {
+    let l = TcpListener::bind((Ipv4Addr::new(127, 0, 41, 10), 0)).expect("bind the fake");
+    let addr = l.local_addr().expect("addr").to_string();
+    let dumps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for conn in l.incoming().flatten() {
+            let dumps = dumps.clone();
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().expect("clone");
+                let item = |k: &str| format!("key={k} exp=-1 la=1 cas=1 fetch=no cls=1 size=60\n");
+                for line in BufReader::new(conn).lines() {
+                    let Ok(line) = line else { return };
+                    let reply = if line == "stats" {
+                        "STAT pid 1\r\nSTAT curr_items 3\r\nEND\r\n".to_string()
+                    } else if line == "lru_crawler metadump all" {
+                        match dumps.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                            0 => "BUSY currently processing crawler request\r\n".to_string(),
+                            1 => item("a") + "END\r\n",
+                            _ => item("a") + &item("b") + &item("c") + "END\r\n",
+                        }
+                    } else if line.starts_with("get ") {
+                        "END\r\n".to_string()
+                    } else {
+                        "ERROR\r\n".to_string()
+                    };
+                    if w.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A dump refused as BUSY, then one shorter than the server's `curr_items`, are read again:
+/// detect counts the three keys the server holds, once each.
+#[test]
+fn a_busy_or_short_dump_is_read_again() {
+    let tmp = TempDir::new(&format!("busy-{:x}", fastrand::u64(..)));
+    let list = write_file(&tmp.0, "busy.txt", &format!("{}\n", crawler_busy_fake()));
+    let doc = detect_json(&["--servers", &list]);
+    assert_eq!(doc["keys"].as_u64(), Some(3), "{doc}");
+}
+
 /// A loopback fake that answers `ERROR` to every line, until the test ends.
 fn erroring_fake() -> String {
     let l = TcpListener::bind((Ipv4Addr::new(127, 0, 41, 9), 0)).expect("bind the fake");
