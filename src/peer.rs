@@ -1032,6 +1032,56 @@ mod tests {
             .expect("valid options")
     }
 
+    /// libmemcached's consistent distribution turns weighted when a server has a weight
+    /// above 1 (compat-vectors and cli/tests/detect_live.rs: pylibmc with `ketama` and weights
+    /// 3,1,2,1 places as weighted ketama with one-at-a-time keys); at weight 1 it stays
+    /// unweighted, and peers that do not run libmemcached never switch.
+    #[test]
+    fn weights_turn_libmemcached_consistent_into_weighted_ketama() {
+        let even = crate::parse_server_list("127.0.0.1:1\n127.0.0.1:2").expect("list");
+        let weighted = crate::parse_server_list("127.0.0.1:1 3\n127.0.0.1:2 1").expect("list");
+        for profile in [
+            with(Peer::Pylibmc, &[("ketama", "true")]),
+            with(Peer::Pylibmc, &[("distribution", "consistent")]),
+            with(
+                Peer::PhpMemcached,
+                &[("OPT_DISTRIBUTION", "DISTRIBUTION_CONSISTENT")],
+            ),
+            with(
+                Peer::AwsPhp,
+                &[("OPT_DISTRIBUTION", "DISTRIBUTION_CONSISTENT")],
+            ),
+        ] {
+            assert_eq!(profile.flavor_for(&even), Flavor::LibmemcachedUnweighted);
+            assert_eq!(profile.flavor_for(&weighted), Flavor::Libmemcached);
+            let client = crate::Client::builder()
+                .servers(weighted.clone())
+                .peer(profile.clone())
+                .build()
+                .expect("builds");
+            assert_eq!(client.ring().flavor(), Flavor::Libmemcached);
+            assert_eq!(client.ring().key_hash(), profile.hash());
+            // a flavor set afterwards is taken as it is
+            let client = crate::Client::builder()
+                .servers(weighted.clone())
+                .peer(profile)
+                .flavor(Flavor::LibmemcachedUnweighted)
+                .build()
+                .expect("builds");
+            assert_eq!(client.ring().flavor(), Flavor::LibmemcachedUnweighted);
+        }
+        // modula ignores weights; other peers' flavors never switch
+        assert_eq!(
+            PeerProfile::from(Peer::Pylibmc).flavor_for(&weighted),
+            Flavor::LibmemcachedModula
+        );
+        let spy = with(
+            Peer::Spymemcached,
+            &[("ConnectionFactory", "KetamaConnectionFactory")],
+        );
+        assert_eq!(spy.flavor_for(&weighted), Flavor::Spymemcached);
+    }
+
     #[test]
     fn placement_options_as_the_peers_spell_them() {
         type Case<'a> = (Peer, &'a [(&'a str, &'a str)], Flavor, KeyHash);
