@@ -899,7 +899,10 @@ fn libmemcached_hash(name: &str) -> Option<KeyHash> {
 impl<C> crate::Builder<C> {
     /// Everything a peer profile says: flavor, key hash, hash tag, key prefix (and whether it
     /// is hashed) and (feature `codecs`) the codec with the peer's settings. A [`Peer`] is
-    /// that peer at its defaults. Setters called afterwards override single settings.
+    /// that peer at its defaults. Setters called afterwards override single settings. A peer
+    /// on libmemcached's consistent distribution places with weighted ketama once a server
+    /// has a weight above 1, as libmemcached does ([`PeerProfile::flavor_for`]); the servers
+    /// decide that at `build`.
     ///
     /// ```
     /// use memshard::peer::Peer;
