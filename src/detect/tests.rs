@@ -116,3 +116,38 @@ fn peer_hashes_start_with_the_default_and_are_offered() {
         assert!(Flavor::LibmemcachedModula.peer_hashes().contains(&h), "{h}");
     }
 }
+
+/// Groups are exactly the candidates that placed every key seen on the same server, checked
+/// against each candidate's own ring: two with the same agreement but another placement of
+/// one key are never grouped, and `keys()` counts every observation.
+#[test]
+fn groups_are_the_candidates_that_place_every_key_alike() {
+    let list = servers();
+    let keys = keys(200);
+    let truth = Ring::with_options(list.clone(), Flavor::Libmemcached, Some(KeyHash::Md5), None)
+        .expect("ring");
+    let mut d = Detector::new(&list).expect("detector");
+    for (n, k) in keys.iter().enumerate() {
+        assert_eq!(d.keys(), n as u64);
+        d.observe(k, truth.route(k).expect("a server"));
+    }
+    assert_eq!(d.keys(), 200);
+    let det = d.detection();
+    let placed = |c: Candidate| -> Vec<Option<usize>> {
+        let r = Ring::with_options(list.clone(), c.flavor, Some(c.hash), None).expect("ring");
+        keys.iter().map(|k| r.route(k)).collect()
+    };
+    let placements: Vec<Vec<Option<usize>>> =
+        det.scores.iter().map(|s| placed(s.candidate)).collect();
+    for (i, a) in det.scores.iter().enumerate() {
+        for (j, b) in det.scores.iter().enumerate().skip(i + 1) {
+            assert_eq!(
+                a.group == b.group,
+                placements[i] == placements[j],
+                "{:?} and {:?}",
+                a.candidate,
+                b.candidate
+            );
+        }
+    }
+}
