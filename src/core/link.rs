@@ -153,10 +153,11 @@ impl Link {
         self.broken
     }
 
-    /// Never answered anything: no reply byte heard, no exchange completed.
+    /// No exchange completed on it yet (a link that heard bytes without completing one
+    /// failed midway and is broken, never handed out again).
     #[cfg(feature = "async")]
     pub(crate) fn is_unused(&self) -> bool {
-        !self.heard && self.completed == 0
+        self.completed == 0
     }
 
     /// Between the first byte of a request and the last reply of its exchange.
