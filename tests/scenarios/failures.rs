@@ -347,6 +347,13 @@ pub async fn timeouts_never_leave_a_reply_for_the_next_request<C: Api>() {
         m.get("other").await.unwrap().unwrap().value,
         &b"other-value"[..]
     );
+    // memcached runs the stalled incr when it continues, on the old connection's worker
+    // thread: a new connection can be served first, so wait for it (on the test's own
+    // connection) before reading it through the client
+    wait_for("the stalled incr applied", async || {
+        s.raw_get(b"counter").as_deref() == Some(&b"1001"[..])
+    })
+    .await;
     assert_eq!(m.get("counter").await.unwrap().unwrap().value, &b"1001"[..]);
     assert_eq!(m.incr("counter", 1).await.unwrap(), Some(1002));
 
