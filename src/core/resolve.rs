@@ -274,6 +274,24 @@ pub(crate) mod tests {
         }
     }
 
+    /// Only names go to the resolver: IPv4 and IPv6 addresses (bracketed or not) and unix
+    /// socket paths are used as they are.
+    #[test]
+    fn only_names_are_resolved() {
+        for name in ["cache.test", "localhost", "node-1.example"] {
+            assert!(is_name(name), "{name}");
+        }
+        for not in [
+            "127.0.0.1",
+            "::1",
+            "[::1]",
+            "[fe80::1]",
+            "/tmp/memcached.sock",
+        ] {
+            assert!(!is_name(not), "{not}");
+        }
+    }
+
     #[test]
     fn a_resolver_slower_than_the_connect_timeout_is_a_timeout() {
         let o = opts(Slow(Duration::from_secs(3)), 50);
