@@ -824,7 +824,9 @@ fn detect_finds_gomemcache() {
     );
 }
 
-/// nutcracker in front of the four servers, keys set through it by a plain text connection.
+/// nutcracker in front of the four servers, keys set through it by a plain text connection;
+/// then keys memshard sets straight on the servers (its twemproxy flavor and the hash) are all
+/// read back through the proxy.
 #[test]
 fn detect_finds_nutcracker_ketama() {
     if !require("memcached") || !require("nutcracker") {
@@ -865,6 +867,31 @@ fn detect_finds_nutcracker_ketama() {
                 )),
             "{text}"
         );
+        // memshard writes straight to the servers; the proxy finds each key where it would
+        // have put it
+        let back = self::keys("nutcracker", &format!("{mode}-back"));
+        let client = Client::builder()
+            .server_list(&s.list())
+            .expect("list")
+            .flavor(Flavor::Twemproxy)
+            .hash(hash)
+            .build()
+            .expect("client");
+        for k in &back {
+            let outcome = client
+                .set(k, k.as_bytes(), Expiry::NEVER)
+                .unwrap_or_else(|e| panic!("nutcracker {mode}: set {k}: {e}"));
+            assert_eq!(outcome, StoreOutcome::Stored, "nutcracker {mode}: {k}");
+        }
+        let got = Text::open(proxy.listen()).get_many(&back);
+        for k in &back {
+            assert_eq!(
+                got.get(k.as_bytes()).map(Vec::as_slice),
+                Some(k.as_bytes()),
+                "nutcracker {mode}: {k} read back through the proxy"
+            );
+        }
+        assert_eq!(got.len(), N, "nutcracker {mode}");
     }
 }
 
