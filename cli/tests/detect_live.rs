@@ -9,6 +9,11 @@
 //! not taken from detect). One `DETECT-ROW` line per peer and setting: the table of the
 //! closing note.
 //!
+//! The other way round, for each setting too: a client built from the peer's profile and
+//! options sets [`N`] fresh keys, typed for the peer's codec (text, a 32-bit and a 64-bit
+//! integer in turn; the key as bytes for the peers that store only bytes), and the peer's
+//! driver, built as when it wrote, must get each one with the value and type memshard stored.
+//!
 //! | peer | settings | expected |
 //! |---|---|---|
 //! | php-memcached | default / `OPT_LIBKETAMA_COMPATIBLE` | libmemcached-modula / libmemcached |
@@ -31,7 +36,8 @@
 mod common;
 
 use common::servers::{Memcached, Nutcracker, Text, program, require};
-use memshard::{Client, Expiry, Flavor, KeyHash, Ring};
+use memshard::value::Value;
+use memshard::{Client, Expiry, Flavor, KeyHash, Ring, StoreOutcome};
 use serde_json::Value as J;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener};
@@ -94,7 +100,8 @@ impl Drop for TempDir {
     }
 }
 
-/// How a peer is run: program and leading arguments, then `MODE HOST:PORT:WEIGHT...`.
+/// How a peer is run: program and leading arguments, then `MODE HOST:PORT:WEIGHT...`;
+/// `DETECT_ACTION` ([`Action`]) says whether it writes the keys or reads back memshard's.
 struct Driver {
     cmd: Vec<String>,
     env: Vec<(String, String)>,
@@ -133,12 +140,9 @@ impl Setting {
 }
 
 /// A client built with nothing but the peer's profile and the setting's options (the peer's
-/// own vocabulary) places as the peer did and reads every key it wrote, each value decoded by
-/// the profile's codec; `memshard get --peer` with `--peer-option`s finds them all too.
-fn read_through_profile(peer: &str, set: &Setting, s: &Servers, keys: &[String], list: &str) {
-    let Ok(who) = peer.parse::<memshard::peer::Peer>() else {
-        return;
-    };
+/// own vocabulary), checked to place as the setting says; `None` for a peer without a profile.
+fn profile_client(peer: &str, set: &Setting, s: &Servers) -> Option<Client> {
+    let who = peer.parse::<memshard::peer::Peer>().ok()?;
     let profile = memshard::peer::PeerProfile::from(who)
         .options(set.options.iter().copied())
         .expect("the peer's options");
@@ -154,6 +158,16 @@ fn read_through_profile(peer: &str, set: &Setting, s: &Servers, keys: &[String],
         "{peer} {}: the profile's placement",
         set.mode
     );
+    Some(client)
+}
+
+/// The profile's client places as the peer did and reads every key it wrote, each value
+/// decoded by the profile's codec; `memshard get --peer` with `--peer-option`s finds them all
+/// too.
+fn read_through_profile(peer: &str, set: &Setting, s: &Servers, keys: &[String], list: &str) {
+    let Some(client) = profile_client(peer, set, s) else {
+        return;
+    };
     let mut read = 0;
     for k in keys {
         match client.get_value(k) {
@@ -250,13 +264,30 @@ fn keys(peer: &str, mode: &str) -> Vec<String> {
         .collect()
 }
 
+/// What a driver does with the keys on its standard input (`DETECT_ACTION`).
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    /// Sets each key, as the driver's header says.
+    Write,
+    /// Gets each key and checks the value [`write_through_profile`] stored.
+    Read,
+}
+
 impl Driver {
-    fn write(&self, mode: &str, s: &Servers, keys: &[String]) {
+    /// The driver in `mode` over `keys`: it must say `ok` for every key within the deadline.
+    fn run(&self, action: Action, mode: &str, s: &Servers, keys: &[String]) {
         let mut child = Command::new(&self.cmd[0])
             .args(&self.cmd[1..])
             .arg(mode)
             .args(s.specs())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env(
+                "DETECT_ACTION",
+                match action {
+                    Action::Write => "write",
+                    Action::Read => "read",
+                },
+            )
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -273,7 +304,10 @@ impl Driver {
             if t.elapsed() > DRIVER_DEADLINE {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("{:?} {mode} ran longer than {DRIVER_DEADLINE:?}", self.cmd);
+                panic!(
+                    "{:?} {action:?} {mode} ran longer than {DRIVER_DEADLINE:?}",
+                    self.cmd
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -282,7 +316,7 @@ impl Driver {
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && said.trim() == format!("ok {}", keys.len()),
-            "{:?} {mode}: {}\n{said}\n{}",
+            "{:?} {action:?} {mode}: {}\n{said}\n{}",
             self.cmd,
             out.status,
             String::from_utf8_lossy(&out.stderr)
@@ -454,9 +488,40 @@ fn run_peer(peer: &str, make: impl FnOnce(&Path) -> Option<Driver>, settings: &[
     for set in settings {
         let s = Servers::start(driver.weights && !set.unit_weights);
         let keys = keys(peer, set.mode);
-        driver.write(set.mode, &s, &keys);
+        driver.run(Action::Write, set.mode, &s, &keys);
         check(peer, set, &s, &keys, &tmp.0);
+        if let Some(back) = write_through_profile(peer, set, &s) {
+            driver.run(Action::Read, set.mode, &s, &back);
+        }
     }
+}
+
+/// The value memshard writes for the `n`th of the keys a peer reads back: for a peer with a
+/// typed codec, the key as text, the integer `n`, or `2^32 + n` (a Java `Long`, a Ruby or
+/// Python integer beyond 32 bits) in turn, so the peer's own decoder must recognise each
+/// type; for the others the key as bytes, all they store. The drivers expect the same.
+fn back_value(peer: &str, n: usize, key: &str) -> Value {
+    let n = i64::try_from(n).expect("a small index");
+    match (codec_of(peer), n % 3) {
+        (None, _) => Value::Bytes(key.as_bytes().to_vec()),
+        (Some(_), 0) => Value::String(key.to_owned()),
+        (Some(_), 1) => Value::Int(n),
+        (Some(_), _) => Value::Int((1 << 32) + n),
+    }
+}
+
+/// The profile's client (as in [`read_through_profile`]) sets fresh keys, each to its
+/// [`back_value`] through the profile's codec: the keys for the peer to read back.
+fn write_through_profile(peer: &str, set: &Setting, s: &Servers) -> Option<Vec<String>> {
+    let client = profile_client(peer, set, s)?;
+    let keys = keys(peer, &format!("{}-back", set.mode));
+    for (n, k) in keys.iter().enumerate() {
+        let outcome = client
+            .set_value(k, &back_value(peer, n, k), Expiry::NEVER)
+            .unwrap_or_else(|e| panic!("{peer} {}: set {k}: {e}", set.mode));
+        assert_eq!(outcome, StoreOutcome::Stored, "{peer} {}: {k}", set.mode);
+    }
+    Some(keys)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -759,7 +824,9 @@ fn detect_finds_gomemcache() {
     );
 }
 
-/// nutcracker in front of the four servers, keys set through it by a plain text connection.
+/// nutcracker in front of the four servers, keys set through it by a plain text connection;
+/// then keys memshard sets straight on the servers (its twemproxy flavor and the hash) are all
+/// read back through the proxy.
 #[test]
 fn detect_finds_nutcracker_ketama() {
     if !require("memcached") || !require("nutcracker") {
@@ -800,6 +867,31 @@ fn detect_finds_nutcracker_ketama() {
                 )),
             "{text}"
         );
+        // memshard writes straight to the servers; the proxy finds each key where it would
+        // have put it
+        let back = self::keys("nutcracker", &format!("{mode}-back"));
+        let client = Client::builder()
+            .server_list(&s.list())
+            .expect("list")
+            .flavor(Flavor::Twemproxy)
+            .hash(hash)
+            .build()
+            .expect("client");
+        for k in &back {
+            let outcome = client
+                .set(k, k.as_bytes(), Expiry::NEVER)
+                .unwrap_or_else(|e| panic!("nutcracker {mode}: set {k}: {e}"));
+            assert_eq!(outcome, StoreOutcome::Stored, "nutcracker {mode}: {k}");
+        }
+        let got = Text::open(proxy.listen()).get_many(&back);
+        for k in &back {
+            assert_eq!(
+                got.get(k.as_bytes()).map(Vec::as_slice),
+                Some(k.as_bytes()),
+                "nutcracker {mode}: {k} read back through the proxy"
+            );
+        }
+        assert_eq!(got.len(), N, "nutcracker {mode}");
     }
 }
 

@@ -1,7 +1,9 @@
 // gomemcache's side of cli/tests/detect_live.rs: `memcache.New(addrs...)` (crc32 % servers);
-// WEIGHT ignored. stdin: one key per line, each set to its own text (flags 0). Prints `ok N`.
+// WEIGHT ignored. stdin: one key per line. Writing (the default): each key is set to its own
+// text (flags 0). DETECT_ACTION=read: each key must hold its own text (memshard wrote it); the
+// first miss or wrong value is printed on stderr. Prints `ok N`; any failure exits 1.
 //
-//	gomemcache_detect default HOST:PORT:WEIGHT...
+//	[DETECT_ACTION=read] gomemcache_detect default HOST:PORT:WEIGHT...
 package main
 
 import (
@@ -20,11 +22,25 @@ func main() {
 		addrs = append(addrs, f[0]+":"+f[1])
 	}
 	mc := memcache.New(addrs...)
+	read := os.Getenv("DETECT_ACTION") == "read"
 	in := bufio.NewScanner(os.Stdin)
 	n := 0
 	for in.Scan() {
 		key := in.Text()
 		if key == "" {
+			continue
+		}
+		if read {
+			it, err := mc.Get(key)
+			if err != nil || string(it.Value) != key {
+				got := "<nil>"
+				if it != nil {
+					got = fmt.Sprintf("%q", it.Value)
+				}
+				fmt.Fprintf(os.Stderr, "get %s: %s %v, want %q\n", key, got, err, key)
+				os.Exit(1)
+			}
+			n++
 			continue
 		}
 		if err := mc.Set(&memcache.Item{Key: key, Value: []byte(key)}); err != nil {

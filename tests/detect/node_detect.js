@@ -1,10 +1,13 @@
 'use strict';
 // node memcached's side of cli/tests/detect_live.rs: `new Memcached({"host:port": weight,
-// ...})` (its hashring). stdin: one key per line, each set to a string, a number or an object
-// in turn. Prints `ok N`; any failure exits 1.
+// ...})` (its hashring). stdin: one key per line. Writing (the default): each key is set to a
+// string, a number or an object in turn. DETECT_ACTION=read: the Nth key (from 0) must hold
+// the key itself as a string, the number N or the number 2^32+N in turn, each of exactly that
+// type; the first miss or wrong value is printed on stderr. Prints `ok N`; any failure exits 1.
 //
-//     node node_detect.js default HOST:PORT:WEIGHT...
+//     [DETECT_ACTION=read] node node_detect.js default HOST:PORT:WEIGHT...
 const Memcached = require('memcached');
+const read = process.env.DETECT_ACTION === 'read';
 const servers = {};
 for (const spec of process.argv.slice(3)) {
   const [host, port, weight] = spec.split(':');
@@ -20,6 +23,17 @@ function next() {
     return;
   }
   const n = i++;
+  if (read) {
+    const want = [keys[n], n, 2 ** 32 + n][n % 3];
+    mc.get(keys[n], (err, got) => {
+      if (err || got !== want) {
+        console.error(`get ${keys[n]}: ${JSON.stringify(got)} (${typeof got}) ${err || ''}, want ${JSON.stringify(want)} (${typeof want})`);
+        process.exit(1);
+      }
+      next();
+    });
+    return;
+  }
   const value = [keys[n], n, { n }][n % 3];
   mc.set(keys[n], value, 0, (err) => {
     if (err) {
