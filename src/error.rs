@@ -248,10 +248,10 @@ pub enum Error {
         exhausted: bool,
     },
     /// `server` is marked down after repeated failures; nothing was sent. It is probed again
-    /// after the retry timeout.
+    /// after the retry timeout (`retry_in`). The text carries no number, so that logs group
+    /// these errors by message.
     #[error(
-        "{server} is marked down after repeated failures; retry in {} ms (or enable auto-eject to move its keys)",
-        retry_in.as_millis()
+        "{server} is marked down after repeated failures; requests to it fail at once until a probe finds it answering (or enable auto-eject to move its keys)"
     )]
     ServerDown {
         /// The server's address.
@@ -502,6 +502,12 @@ mod tests {
         };
         assert!(down.is_server_failure() && down.is_unavailable());
         assert!(!down.counts_against_server());
+        // logs group errors by their text: no changing number in it
+        let later = Error::ServerDown {
+            server: "10.0.0.1:11211".into(),
+            retry_in: Duration::from_millis(1221),
+        };
+        assert_eq!(down.to_string(), later.to_string());
         let io = Error::Io {
             server: "10.0.0.1:11211".into(),
             op: "read",

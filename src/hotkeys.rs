@@ -55,6 +55,7 @@ pub struct HotKeys {
     pub(crate) counters: usize,
     pub(crate) sample: u32,
     pub(crate) admit: Option<u64>,
+    pub(crate) key_metrics: bool,
 }
 
 impl HotKeys {
@@ -66,6 +67,7 @@ impl HotKeys {
             counters: k.saturating_mul(16).max(64),
             sample: 1,
             admit: None,
+            key_metrics: false,
         }
     }
 
@@ -94,6 +96,17 @@ impl HotKeys {
     #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
     pub fn admit_to_near_cache(mut self, min_count: u64) -> HotKeys {
         self.admit = Some(min_count.max(1));
+        self
+    }
+
+    /// Publish the top keys' counts as the gauge `memshard_hot_key_requests{key}` (every
+    /// 4,096 counted reads and on each `hot_keys()`). Off by default: the label is a user's
+    /// key, so every key that ever reaches the top becomes a series of its own, and the keys
+    /// are seen by whoever reads the metrics.
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn key_metrics(mut self, on: bool) -> HotKeys {
+        self.key_metrics = on;
         self
     }
 
@@ -331,7 +344,7 @@ impl Detector {
         let mut s = shard.lock().unwrap_or_else(|p| p.into_inner());
         s.add(key, hash, u64::from(n));
         #[cfg(feature = "metrics")]
-        let publish = s.total % (PUBLISH_EVERY * u64::from(n)) == 0;
+        let publish = self.cfg.key_metrics && s.total % (PUBLISH_EVERY * u64::from(n)) == 0;
         drop(s);
         #[cfg(feature = "metrics")]
         if publish {
@@ -365,7 +378,9 @@ impl Detector {
         all.sort_unstable_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         all.truncate(self.cfg.k);
         #[cfg(feature = "metrics")]
-        self.set_gauges(&all);
+        if self.cfg.key_metrics {
+            self.set_gauges(&all);
+        }
         all
     }
 
@@ -577,7 +592,7 @@ mod tests {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         metrics::with_local_recorder(&recorder, || {
-            let d = Detector::new(HotKeys::top(2));
+            let d = Detector::new(HotKeys::top(2).key_metrics(true));
             for (k, n) in [("a", 5), ("b", 3), ("c", 1)] {
                 (0..n).for_each(|_| d.record(k.as_bytes()));
             }

@@ -133,7 +133,7 @@ pub mod hotkeys;
 #[cfg(feature = "near-cache")]
 #[cfg_attr(docsrs, doc(cfg(feature = "near-cache")))]
 pub mod near;
-mod observe;
+pub mod observe;
 pub mod outcome;
 pub mod peer;
 pub mod plan;
@@ -184,3 +184,8 @@ pub mod __bench {
 ))]
 #[doc = include_str!("../README.md")]
 mod readme {}
+
+/// The Rust snippet of docs/observability.md, compiled as a doctest.
+#[cfg(all(doctest, feature = "metrics"))]
+#[doc = include_str!("../docs/observability.md")]
+mod observability_page {}

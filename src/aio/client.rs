@@ -179,7 +179,7 @@ impl Client {
                 self.count(m, &e);
                 return Err(e);
             }
-            observe::pool_wait(&m.server.addr, waited.elapsed());
+            observe::pool_wait(&m.observe, waited.elapsed());
             return Ok(Lease::Pooled(Some(c), &m.pool));
         }
         self.fresh(m).await

@@ -114,7 +114,7 @@ impl Client {
         self.core.available(m)?;
         let waited = Instant::now();
         let got = if new { m.pool.get_new() } else { m.pool.get() };
-        observe::pool_wait(&m.server.addr, waited.elapsed());
+        observe::pool_wait(&m.observe, waited.elapsed());
         got
     }
 

@@ -208,7 +208,7 @@ where
             return Err(e);
         }
         core.aside.served_without_cache();
-        observe::served_without_cache(&r.member.server.addr, key, &e);
+        observe::served_without_cache(Some(&r.member.observe), &r.member.server.addr, key, &e);
     }
     core.forget([key]);
     Ok(Item::new(value, flags, None))
@@ -235,7 +235,7 @@ where
     }
     core.aside.recomputed();
     core.aside.served_without_cache();
-    observe::served_without_cache(e.server().unwrap_or(""), key, &e);
+    observe::served_without_cache(None, e.server().unwrap_or(""), key, &e);
     let value = recompute().await.map_err(|r| recompute_failed(key, r))?;
     let (value, flags, _) = store(value)?;
     Ok(Item::new(value, flags, None))

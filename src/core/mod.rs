@@ -107,6 +107,7 @@ impl<P> Core<P> {
             settings,
             make_pool,
         };
+        crate::observe::describe();
         let members = ring.servers().iter().map(|s| core.new_member(s)).collect();
         core.view.store(Arc::new(View::new(ring, members, false)));
         Ok(core)
@@ -118,6 +119,7 @@ impl<P> Core<P> {
             pool: (self.make_pool)(s),
             health: Health::default(),
             rejoin: RejoinLog::new(self.settings.rejoin_limit),
+            observe: crate::observe::PerServer::joined(&s.addr),
         })
     }
 
@@ -194,6 +196,13 @@ impl<P> Core<P> {
         let ring = cur.full.with_servers(servers)?;
         crate::observe::servers_changed(ring.servers().len());
         let members = cur.keep_or_make(&ring, |s| self.new_member(s));
+        for gone in cur.members.iter().filter(|m| {
+            !members
+                .iter()
+                .any(|n| Arc::ptr_eq(n, m) || n.server.addr == m.server.addr)
+        }) {
+            gone.observe.left();
+        }
         self.view.store(Arc::new(View::new(
             Arc::new(ring),
             members,
@@ -323,7 +332,7 @@ impl<P> Core<P> {
     ) -> Option<crate::Item> {
         let item = ex.take_item();
         crate::observe::hits(
-            &m.server.addr,
+            &m.observe,
             u64::from(item.is_some()),
             u64::from(item.is_none()),
         );

@@ -16,6 +16,8 @@ pub(crate) struct Member<P> {
     pub(crate) pool: P,
     pub(crate) health: Health,
     pub(crate) rejoin: RejoinLog,
+    /// What the client reports about the server (metrics' labels made once).
+    pub(crate) observe: crate::observe::PerServer,
 }
 
 /// See the module docs.

@@ -9,26 +9,45 @@
 //! | `memshard: server list changed` | info | `servers` |
 //! | `memshard: the cache could not answer; the recompute did` | warn | `server`, `key`, `error` |
 //! | `memshard: cluster configuration applied` | info | `endpoint`, `version`, `nodes` |
+//! | `memshard: keys on the servers are not where this client places them` | warn | `sampled`, `agree` |
+//! | `memshard: placement check could not read the server's keys` | warn | `server`, `error` |
 //!
+//! Every message is constant; what varies is in the fields, so that logs group by message.
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `memshard_requests_total` | counter | `server`, `command` |
-//! | `memshard_request_seconds` | histogram | `server`, `command` |
-//! | `memshard_errors_total` | counter | `server`, `command`, `kind` (io, timeout, protocol, server, pool, server_down) |
+//! | `memshard_requests_total` | counter | `server`, `command` (every request, those refused at once because the server is marked down included) |
+//! | `memshard_request_duration_seconds` | histogram | `server`, `command` (requests that reached the network: not those refused at once) |
+//! | `memshard_errors_total` | counter | `server`, `command`, `kind` (io, timeout, protocol, server, pool, server_down, auth, ...) |
 //! | `memshard_timeouts_total` | counter | `server` |
 //! | `memshard_hits_total`, `memshard_misses_total` | counter | `server` |
-//! | `memshard_pool_wait_seconds` | histogram | `server` |
+//! | `memshard_pool_wait_duration_seconds` | histogram | `server` |
+//! | `memshard_server_up` | gauge | `server` (1 taking requests, 0 marked down, NaN once out of the list) |
 //! | `memshard_ejections_total` | counter | `server` (a server marked down) |
 //! | `memshard_rejoins_total` | counter | `server` (a server back, its stale keys cleaned) |
-//! | `memshard_retries_total` | counter | `server` (probes of a down server) |
+//! | `memshard_probes_total` | counter | `server` (probes of a server marked down) |
 //! | `memshard_discovery_changes_total` | counter | `endpoint` (a discovered cluster configuration applied, the first included) |
 //! | `memshard_served_without_cache_total` | counter | `server` (`get_or_compute` answered by its recompute because the server could not) |
-//! | `memshard_hot_key_requests` | gauge | `key` (with [`HotKeys`](crate::HotKeys): the top keys' counts, every 4,096 counted reads and on each `hot_keys()`; 0 once a key leaves the top) |
+//! | `memshard_placement_agreement` | gauge | none (`check_placement`: the share of sampled keys where the client places them) |
+//! | `memshard_hot_key_requests` | gauge | `key` (only with [`HotKeys::key_metrics`](crate::HotKeys::key_metrics): the top keys' counts, every 4,096 counted reads and on each `hot_keys()`; 0 once a key leaves the top) |
+//! | `memshard_request_seconds`, `memshard_pool_wait_seconds`, `memshard_retries_total` | as their successors | deprecated names, recorded alongside `..._duration_seconds` and `memshard_probes_total` until the next release |
+//!
+//! A client makes each server's series when it meets the server and keeps the handle of the
+//! recorder that answered last, so recording allocates nothing, with or without a recorder.
+//! A recorder installed later is noticed; a thread's local recorder
+//! (`metrics::with_local_recorder`) replaced by another at the same address, while the same
+//! client goes on recording, is not: give each local recorder its own client. Each client
+//! describes every metric (`# HELP`) to the recorder installed when it is built.
+//! [`names::DURATION_BUCKETS`] are the histograms' buckets, and
+//! `docs/observability.md` (in the repository) the dashboard and alert queries.
 #![allow(unused_variables)]
 
 use crate::error::Error;
 use std::time::Duration;
+
+#[cfg(feature = "metrics")]
+mod metric;
+pub mod names;
 
 /// When something a metric times began: a clock read with the `metrics` feature, nothing
 /// without it (a read costs 30-40 ns on a virtual machine, several per request).
@@ -58,7 +77,7 @@ impl Started {
 }
 
 /// The short name of an error kind, for labels.
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "metrics", feature = "tracing")), allow(dead_code))]
 pub(crate) fn kind(e: &Error) -> &'static str {
     match e {
         Error::Io { .. } => "io",
@@ -76,72 +95,130 @@ pub(crate) fn kind(e: &Error) -> &'static str {
     }
 }
 
-/// One request to `server` finished.
+/// What the client reports about one server, made once when the server joins the client:
+/// its metrics' label sets with the `metrics` feature (so that a request allocates nothing
+/// for them), nothing without.
+pub(crate) struct PerServer {
+    #[cfg(feature = "metrics")]
+    m: metric::ServerMetrics,
+}
+
+impl PerServer {
+    /// `server` joined the client's list: `memshard_server_up` is 1.
+    pub(crate) fn joined(server: &str) -> PerServer {
+        let p = PerServer {
+            #[cfg(feature = "metrics")]
+            m: metric::ServerMetrics::new(server),
+        };
+        #[cfg(feature = "metrics")]
+        metric::set(&p.m.up, 1.0);
+        p
+    }
+
+    /// The server left the client's list: its `memshard_server_up` is NaN from now on (the
+    /// `metrics` facade cannot remove a series; NaN is neither up nor down for a query).
+    pub(crate) fn left(&self) {
+        #[cfg(feature = "metrics")]
+        metric::set(&self.m.up, f64::NAN);
+    }
+}
+
+/// Every metric's description and unit to the recorder installed now.
+pub(crate) fn describe() {
+    #[cfg(feature = "metrics")]
+    metric::describe();
+}
+
+/// One request to a server finished. A request refused at once because the server is
+/// marked down is counted, but kept out of the duration histogram: it never reached the
+/// network, and its few hundred nanoseconds would pull every quantile of an outage toward
+/// zero.
 #[inline]
-pub(crate) fn request(server: &str, command: &'static str, elapsed: Duration, err: Option<&Error>) {
+pub(crate) fn request(
+    p: &PerServer,
+    command: &'static str,
+    elapsed: Duration,
+    err: Option<&Error>,
+) {
     #[cfg(feature = "metrics")]
     {
-        let labels = [
-            ("server", server.to_string()),
-            ("command", command.to_string()),
-        ];
-        metrics::counter!("memshard_requests_total", &labels).increment(1);
-        metrics::histogram!("memshard_request_seconds", &labels).record(elapsed.as_secs_f64());
+        let refused = matches!(err, Some(Error::ServerDown { .. }));
+        p.m.with_command(command, |c| {
+            metric::add(&c.requests, 1);
+            if !refused {
+                let secs = elapsed.as_secs_f64();
+                c.duration.iter().for_each(|k| metric::record(k, secs));
+            }
+        });
         if let Some(e) = err {
             let k = kind(e);
-            metrics::counter!("memshard_errors_total", "server" => server.to_string(), "command" => command, "kind" => k).increment(1);
+            metrics::counter!(names::ERRORS, "server" => p.m.server().clone(), "command" => command, "kind" => k).increment(1);
             if k == "timeout" {
-                metrics::counter!("memshard_timeouts_total", "server" => server.to_string())
-                    .increment(1);
+                metric::add(&p.m.timeouts, 1);
             }
         }
     }
 }
 
-/// Hits and misses of a retrieval on `server`.
+/// Hits and misses of a retrieval on a server.
 #[inline]
-pub(crate) fn hits(server: &str, hits: u64, misses: u64) {
+pub(crate) fn hits(p: &PerServer, hits: u64, misses: u64) {
     #[cfg(feature = "metrics")]
     {
         if hits > 0 {
-            metrics::counter!("memshard_hits_total", "server" => server.to_string())
-                .increment(hits);
+            metric::add(&p.m.hits, hits);
         }
         if misses > 0 {
-            metrics::counter!("memshard_misses_total", "server" => server.to_string())
-                .increment(misses);
+            metric::add(&p.m.misses, misses);
         }
     }
 }
 
 /// Time spent waiting for a pooled connection.
 #[inline]
-pub(crate) fn pool_wait(server: &str, waited: Duration) {
+pub(crate) fn pool_wait(p: &PerServer, waited: Duration) {
     #[cfg(feature = "metrics")]
-    metrics::histogram!("memshard_pool_wait_seconds", "server" => server.to_string())
-        .record(waited.as_secs_f64());
+    {
+        let secs = waited.as_secs_f64();
+        p.m.pool_wait.iter().for_each(|k| metric::record(k, secs));
+    }
 }
 
 /// `server` was marked down (and, with auto-eject, its keys moved to the others).
 #[inline]
-pub(crate) fn ejected(server: &str) {
+pub(crate) fn ejected(p: &PerServer, server: &str) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("memshard_ejections_total", "server" => server.to_string()).increment(1);
+    {
+        metric::add(&p.m.ejections, 1);
+        metric::set(&p.m.up, 0.0);
+    }
     #[cfg(feature = "tracing")]
-    tracing::warn!(server, "memshard: server marked down");
+    tracing::warn!(target: "memshard", server, "memshard: server marked down");
 }
 
 /// `server` answers again and takes its keys back; `cleaned` is what was deleted on it first:
 /// `Some(n)` keys, or `None` when it was flushed (more keys changed than the rejoin limit).
 #[inline]
-pub(crate) fn rejoined(server: &str, cleaned: Option<usize>) {
+pub(crate) fn rejoined(p: &PerServer, server: &str, cleaned: Option<usize>) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("memshard_rejoins_total", "server" => server.to_string()).increment(1);
+    {
+        metric::add(&p.m.rejoins, 1);
+        metric::set(&p.m.up, 1.0);
+    }
     #[cfg(feature = "tracing")]
     match cleaned {
-        Some(keys) => tracing::info!(server, keys_cleaned = keys, "memshard: server back"),
-        None => tracing::info!(server, flushed = true, "memshard: server back"),
+        Some(keys) => {
+            tracing::info!(target: "memshard", server, keys_cleaned = keys, "memshard: server back")
+        }
+        None => tracing::info!(target: "memshard", server, flushed = true, "memshard: server back"),
     }
+}
+
+/// A server marked down was probed.
+#[inline]
+pub(crate) fn probed(p: &PerServer) {
+    #[cfg(feature = "metrics")]
+    p.m.probes.iter().for_each(|k| metric::add(k, 1));
 }
 
 /// Discovery from `endpoint` applied configuration `version` with `nodes` nodes (the first
@@ -149,10 +226,10 @@ pub(crate) fn rejoined(server: &str, cleaned: Option<usize>) {
 #[inline]
 pub(crate) fn discovery_applied(endpoint: &str, version: u64, nodes: usize) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("memshard_discovery_changes_total", "endpoint" => endpoint.to_string())
-        .increment(1);
+    metrics::counter!(names::DISCOVERY_CHANGES, "endpoint" => endpoint.to_string()).increment(1);
     #[cfg(feature = "tracing")]
     tracing::info!(
+        target: "memshard",
         endpoint,
         version,
         nodes,
@@ -180,12 +257,13 @@ pub(crate) fn placement_checked(
             answered.fold((0u64, 0u64), |(s, a), p| (s + p.sampled, a + p.agree));
         #[cfg(feature = "metrics")]
         if sampled > 0 {
-            metrics::gauge!("memshard_placement_agreement").set(agree as f64 / sampled as f64);
+            metrics::gauge!(names::PLACEMENT_AGREEMENT).set(agree as f64 / sampled as f64);
         }
         #[cfg(feature = "tracing")]
         {
             if agree < sampled {
                 tracing::warn!(
+                    target: "memshard",
                     sampled,
                     agree,
                     "memshard: keys on the servers are not where this client places them; another client writes with another placement (flavor, hash, server order or weights)"
@@ -193,7 +271,7 @@ pub(crate) fn placement_checked(
             }
             for (s, r) in servers {
                 if let Err(e) = r {
-                    tracing::warn!(server = %s.addr, error = %e, "memshard: placement check could not read the server's keys");
+                    tracing::warn!(target: "memshard", server = %s.addr, error = %e, "memshard: placement check could not read the server's keys");
                 }
             }
         }
@@ -204,18 +282,23 @@ pub(crate) fn placement_checked(
 #[inline]
 pub(crate) fn servers_changed(servers: usize) {
     #[cfg(feature = "tracing")]
-    tracing::info!(servers, "memshard: server list changed");
+    tracing::info!(target: "memshard", servers, "memshard: server list changed");
 }
 
 /// `get_or_compute` answered `key` by its recompute because `server` could not (`e`): a
-/// warning, since every such call loads the source of truth.
+/// warning, since every such call loads the source of truth. `p`: the server's, when the
+/// request got as far as choosing one.
 #[inline]
-pub(crate) fn served_without_cache(server: &str, key: &[u8], e: &Error) {
+pub(crate) fn served_without_cache(p: Option<&PerServer>, server: &str, key: &[u8], e: &Error) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("memshard_served_without_cache_total", "server" => server.to_string())
-        .increment(1);
+    match p {
+        Some(p) => metric::add(&p.m.served_without_cache, 1),
+        None => metrics::counter!(names::SERVED_WITHOUT_CACHE, "server" => server.to_string())
+            .increment(1),
+    }
     #[cfg(feature = "tracing")]
     tracing::warn!(
+        target: "memshard",
         server,
         key = %String::from_utf8_lossy(key),
         error = %e,
@@ -228,15 +311,8 @@ pub(crate) fn served_without_cache(server: &str, key: &[u8], e: &Error) {
 #[inline]
 pub(crate) fn hot_key(key: &[u8], count: u64) {
     #[cfg(feature = "metrics")]
-    metrics::gauge!("memshard_hot_key_requests", "key" => String::from_utf8_lossy(key).into_owned())
+    metrics::gauge!(names::HOT_KEY, "key" => String::from_utf8_lossy(key).into_owned())
         .set(count as f64);
-}
-
-/// A down `server` was probed.
-#[inline]
-pub(crate) fn retried(server: &str) {
-    #[cfg(feature = "metrics")]
-    metrics::counter!("memshard_retries_total", "server" => server.to_string()).increment(1);
 }
 
 mod span;
@@ -274,6 +350,8 @@ mod tests {
             let mut f = Fields(String::new());
             event.record(&mut f);
             let level = *event.metadata().level();
+            // the documented target, which filters such as `memshard=info` select
+            f.0 += &format!("target={} ", event.metadata().target());
             self.0
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -287,9 +365,10 @@ mod tests {
     fn each_health_change_is_an_event_with_the_server() {
         let events = Events::default();
         tracing::subscriber::with_default(events.clone(), || {
-            super::ejected("10.0.0.1:11211");
-            super::rejoined("10.0.0.1:11211", Some(3));
-            super::rejoined("10.0.0.2:11211", None);
+            let p = super::PerServer::joined("10.0.0.1:11211");
+            super::ejected(&p, "10.0.0.1:11211");
+            super::rejoined(&p, "10.0.0.1:11211", Some(3));
+            super::rejoined(&p, "10.0.0.2:11211", None);
             super::servers_changed(4);
             super::discovery_applied("cfg:11211", 7, 3);
         });
@@ -305,6 +384,7 @@ mod tests {
         for ((level, text), (l, field, message)) in got.iter().zip(want) {
             assert_eq!(*level, l, "{text}");
             assert!(text.contains(field) && text.contains(message), "{text}");
+            assert!(text.contains("target=memshard "), "{text}");
         }
     }
 }
@@ -335,5 +415,182 @@ mod metric_tests {
             })
             .collect();
         assert_eq!(counts, [("cfg:11211".to_string(), 2)]);
+    }
+}
+
+#[cfg(all(test, feature = "metrics"))]
+mod server_metric_tests {
+    use super::{PerServer, names};
+    use crate::error::Error;
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    use std::time::Duration;
+
+    /// Every series recorded under `recorder` while `f` ran: (name, "k=v,..." labels, value).
+    fn recorded(f: impl FnOnce()) -> Vec<(String, String, DebugValue)> {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, f);
+        let mut all: Vec<_> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .map(|(k, _, _, v)| {
+                let labels: Vec<String> = k
+                    .key()
+                    .labels()
+                    .map(|l| format!("{}={}", l.key(), l.value()))
+                    .collect();
+                (k.key().name().to_string(), labels.join(","), v)
+            })
+            .collect();
+        all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        all
+    }
+
+    #[test]
+    fn server_up_is_1_then_0_when_marked_down_then_1_when_back_then_nan_once_gone() {
+        let server = "10.0.0.1:11211";
+        // one recorder throughout: a client keeps the handles of the recorder that answered
+        // last (see `metric::Series`)
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        let mut seen = Vec::new();
+        let mut p = None;
+        for step in 0..4 {
+            metrics::with_local_recorder(&recorder, || match &p {
+                None => p = Some(PerServer::joined(server)),
+                Some(p) if step == 1 => super::ejected(p, server),
+                Some(p) if step == 2 => super::rejoined(p, server, Some(0)),
+                Some(p) => p.left(),
+            });
+            let (key, _, _, value) = snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find(|(k, ..)| k.key().name() == names::SERVER_UP)
+                .expect("the gauge is set");
+            let labels: Vec<String> = key
+                .key()
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            assert_eq!(labels, ["server=10.0.0.1:11211"]);
+            let DebugValue::Gauge(v) = value else {
+                panic!("{value:?}")
+            };
+            seen.push(v.into_inner());
+        }
+        assert_eq!(&seen[..3], [1.0, 0.0, 1.0]);
+        assert!(seen[3].is_nan(), "{seen:?}");
+    }
+
+    #[test]
+    fn a_request_refused_at_once_is_counted_but_not_timed() {
+        let p = PerServer::joined("10.0.0.1:11211");
+        let down = Error::ServerDown {
+            server: "10.0.0.1:11211".into(),
+            retry_in: Duration::from_millis(5),
+        };
+        let all = recorded(|| {
+            super::request(&p, "get", Duration::from_millis(2), None);
+            super::request(&p, "get", Duration::from_nanos(127), Some(&down));
+            super::request(&p, "set", Duration::from_millis(3), None);
+        });
+        let find = |name: &str, labels: &str| {
+            all.iter()
+                .find(|(n, l, _)| n == name && l == labels)
+                .map(|(.., v)| v)
+        };
+        let get = "server=10.0.0.1:11211,command=get";
+        assert_eq!(find(names::REQUESTS, get), Some(&DebugValue::Counter(2)));
+        for name in [names::REQUEST_DURATION, names::LEGACY_REQUEST_SECONDS] {
+            let Some(DebugValue::Histogram(samples)) = find(name, get) else {
+                panic!("{name}: {all:?}")
+            };
+            assert_eq!(samples.len(), 1, "{name}: only the answered get");
+            assert_eq!(samples[0].into_inner(), 0.002);
+        }
+        assert_eq!(
+            find(
+                names::ERRORS,
+                "server=10.0.0.1:11211,command=get,kind=server_down"
+            ),
+            Some(&DebugValue::Counter(1))
+        );
+        assert_eq!(
+            find(names::REQUESTS, "server=10.0.0.1:11211,command=set"),
+            Some(&DebugValue::Counter(1))
+        );
+    }
+
+    #[test]
+    fn hits_probes_waits_and_timeouts_go_to_the_servers_series() {
+        let p = PerServer::joined("h:1");
+        let timeout = Error::Timeout {
+            server: "h:1".into(),
+            op: "read",
+            after: Duration::from_millis(5),
+        };
+        let all = recorded(|| {
+            super::hits(&p, 3, 2);
+            super::hits(&p, 0, 0);
+            super::probed(&p);
+            super::pool_wait(&p, Duration::from_millis(1));
+            super::request(&p, "get", Duration::from_millis(5), Some(&timeout));
+        });
+        let value = |name: &str| {
+            all.iter()
+                .find(|(n, l, _)| n == name && l == "server=h:1")
+                .map(|(.., v)| v)
+        };
+        assert_eq!(value(names::HITS), Some(&DebugValue::Counter(3)));
+        assert_eq!(value(names::MISSES), Some(&DebugValue::Counter(2)));
+        assert_eq!(value(names::PROBES), Some(&DebugValue::Counter(1)));
+        assert_eq!(value(names::LEGACY_RETRIES), Some(&DebugValue::Counter(1)));
+        assert_eq!(value(names::TIMEOUTS), Some(&DebugValue::Counter(1)));
+        for name in [names::POOL_WAIT, names::LEGACY_POOL_WAIT] {
+            assert!(matches!(value(name), Some(DebugValue::Histogram(s)) if s.len() == 1));
+        }
+    }
+
+    /// Every metric is described (the Prometheus exporter prints `# HELP` from it), with the
+    /// unit of seconds on the histograms, and listed in the module's table.
+    #[test]
+    fn every_metric_is_described_and_documented() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            super::describe();
+            for &(name, ..) in super::metric::METRICS {
+                metrics::counter!(name).increment(0);
+                metrics::gauge!(name).set(0.0);
+                metrics::histogram!(name).record(0.0);
+            }
+        });
+        let described: std::collections::HashMap<String, (Option<metrics::Unit>, String)> =
+            snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .filter_map(|(k, unit, help, _)| {
+                    help.map(|h| (k.key().name().to_string(), (unit, h.to_string())))
+                })
+                .collect();
+        let table = include_str!("mod.rs");
+        for &(name, kind, unit, help) in super::metric::METRICS {
+            let (u, h) = described.get(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(h, help, "{name}");
+            assert!(!h.is_empty() && h.len() < 200, "{name}");
+            assert_eq!(*u, unit, "{name}");
+            assert_eq!(
+                kind == super::metric::Kind::Histogram,
+                name.ends_with("_seconds"),
+                "{name}"
+            );
+            assert!(
+                table.contains(&format!("`{name}`")),
+                "{name} is not in the table"
+            );
+        }
     }
 }

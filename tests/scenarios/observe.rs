@@ -100,7 +100,7 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
                 &[("kind", "timeout"), ("command", "get")],
             ),
             total("memshard_ejections_total", addr, &[]),
-            total("memshard_retries_total", addr, &[]),
+            total("memshard_probes_total", addr, &[]),
         ]
     };
     let base: Vec<[u64; 8]> = c.servers.iter().map(|s| series(&s.addr())).collect();
@@ -139,11 +139,35 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
         );
         assert_eq!(hits, server_hits, "{addr}");
         assert!(server_sets > 0 && server_gets > 0, "{addr} saw no work");
-        assert!(total("memshard_request_seconds", &addr, &[("command", "set")]) >= sets);
         assert!(
-            total("memshard_pool_wait_seconds", &addr, &[]) > 0,
+            total(
+                "memshard_request_duration_seconds",
+                &addr,
+                &[("command", "set")]
+            ) >= sets
+        );
+        assert!(
+            total("memshard_pool_wait_duration_seconds", &addr, &[]) > 0,
             "{addr}: pool waits"
         );
+        // the deprecated names still carry the same samples
+        for (old, new) in [
+            (
+                "memshard_request_seconds",
+                "memshard_request_duration_seconds",
+            ),
+            (
+                "memshard_pool_wait_seconds",
+                "memshard_pool_wait_duration_seconds",
+            ),
+            ("memshard_retries_total", "memshard_probes_total"),
+        ] {
+            assert_eq!(
+                total(old, &addr, &[]),
+                total(new, &addr, &[]),
+                "{addr}: {old} and {new}"
+            );
+        }
         total_sets += sets;
         total_hits += hits;
     }
@@ -183,7 +207,7 @@ pub async fn metrics_families_are_recorded<C: ParityApi>() {
         "marked down"
     );
     wait_for("the down server is probed", async || {
-        total("memshard_retries_total", &addr, &[]) > b[7]
+        total("memshard_probes_total", &addr, &[]) > b[7]
     })
     .await;
     stalled.signal("CONT");
@@ -207,7 +231,7 @@ pub async fn hot_key_gauges_follow_the_top<C: ParityApi>() {
     let c = Cluster::on_free_ports(&[1]);
     let m = build::<C>(|b| {
         b.server_list(&c.server_list())
-            .hot_keys(memshard::HotKeys::top(2))
+            .hot_keys(memshard::HotKeys::top(2).key_metrics(true))
     });
     // keys of this test alone: the recorder is shared by the whole binary
     let k = |name: &str| format!("gauge:{}:{name}", c.servers[0].addr());

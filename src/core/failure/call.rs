@@ -83,12 +83,12 @@ impl<P: ServerPool> Core<P> {
         err: Option<&Error>,
         counts: bool,
     ) -> bool {
-        observe::request(&m.server.addr, call.command, call.started.elapsed(), err);
+        observe::request(&m.observe, call.command, call.started.elapsed(), err);
         counts && self.observe(m, err)
     }
 
     /// Hits and misses of a retrieval on `m`.
     pub(crate) fn hits(&self, m: &Member<P>, found: usize, asked: usize) {
-        observe::hits(&m.server.addr, found as u64, (asked - found) as u64);
+        observe::hits(&m.observe, found as u64, (asked - found) as u64);
     }
 }

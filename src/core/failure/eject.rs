@@ -48,7 +48,7 @@ impl<P: ServerPool> Core<P> {
                     m.rejoin.went_out();
                 }
                 m.pool.invalidate();
-                observe::ejected(&m.server.addr);
+                observe::ejected(&m.observe, &m.server.addr);
                 self.rebuild_routing();
                 self.watch_down(m)
             }
@@ -60,7 +60,7 @@ impl<P: ServerPool> Core<P> {
                 self.watch_down(m)
             }
             Transition::CameBack => {
-                observe::rejoined(&m.server.addr, Some(0));
+                observe::rejoined(&m.observe, &m.server.addr, Some(0));
                 self.rebuild_routing();
                 false
             }
@@ -88,7 +88,7 @@ impl<P: ServerPool> Core<P> {
                 == Transition::WentDown
         {
             m.pool.invalidate();
-            observe::ejected(&m.server.addr);
+            observe::ejected(&m.observe, &m.server.addr);
             self.rebuild_routing();
         }
         Ok(self.watch_down(m))
@@ -106,7 +106,7 @@ impl<P: ServerPool> Core<P> {
                 == Transition::WentDown
         {
             f.pool.invalidate();
-            observe::ejected(&f.server.addr);
+            observe::ejected(&f.observe, &f.server.addr);
             self.rebuild_routing();
         }
         // the prober calling this runs: nothing to start
@@ -151,7 +151,7 @@ impl<P: ServerPool> Core<P> {
         watched
             .into_iter()
             .filter(|m| m.health.availability(self.failures.epoch, now) == Availability::Probe)
-            .inspect(|m| observe::retried(&m.server.addr))
+            .inspect(|m| observe::probed(&m.observe))
             .collect()
     }
 

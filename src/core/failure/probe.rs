@@ -238,7 +238,7 @@ impl<'c, P: ServerPool> Rejoin<'c, P> {
             Cleanup::Delete(keys) => Some(keys.len()),
             Cleanup::Flush => None,
         };
-        crate::observe::rejoined(&self.member.server.addr, cleaned);
+        crate::observe::rejoined(&self.member.observe, &self.member.server.addr, cleaned);
         self.sweeps = left.copies.into();
         match Cleaner::new(&left.own) {
             Some(cleaner) => Phase::Final {
