@@ -160,6 +160,9 @@ pub use crate::settings::TlsConfig;
 pub use crate::settings::{
     AuthScheme, Builder, Credentials, Expiry, FailurePolicy, Protocol, Stampede, UnknownProtocol,
 };
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub use crate::settings::{TRACE_KEYS_SHOWN, TraceKeys};
 pub use error::{AuthProblem, Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError, TlsProblem};
 pub use hash::{KeyHash, UnknownHash};
 pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};

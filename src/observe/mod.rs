@@ -239,8 +239,8 @@ pub(crate) fn retried(server: &str) {
     metrics::counter!("memshard_retries_total", "server" => server.to_string()).increment(1);
 }
 
-mod span;
-pub(crate) use span::{Span, span};
+pub(crate) mod span;
+pub(crate) use span::Span;
 
 #[cfg(all(test, feature = "tracing"))]
 mod tests {
