@@ -116,7 +116,7 @@
 //! | `serde` | no | `value::Json<T>`, any serde type as a value (with `codecs`); `serde::Serialize` on the planner's results and reports ([`plan`]) |
 //! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
-//! | `tracing` | no | a `tracing` span per request |
+//! | `tracing` | no | a `tracing` span per command, shaped as OpenTelemetry's database client spans ([`Builder::trace_level`], [`Builder::trace_keys`]) |
 
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]

@@ -249,7 +249,7 @@ impl Client {
             .map(|(m, ex)| (m, Mutex::new(ex)))
             .collect();
         // the command's span, entered on each fan-out thread: the parent of the servers' spans
-        let parent = observe::Span::current();
+        let parent = observe::span::Carried::here();
         let outcomes = fan_out(&cells, |(m, ex)| {
             let _entered = parent.enter();
             let mut ex = ex.lock().unwrap_or_else(PoisonError::into_inner);

@@ -240,20 +240,25 @@ where
 {
     let span = span::command(&t.core().settings, operation, keys);
     let work = groups.iter().map(|g| (g.member.clone(), make(g))).collect();
-    let done = in_span(&span, t.on_each(work)).await;
+    let done = in_span(&span, || t.on_each(work)).await;
     done.into_iter()
         .zip(groups)
         .map(|((ex, r), g)| results(ex, r, g))
         .collect()
 }
 
-/// `on_each`'s exchanges run in `span`, the parent of their own spans, which then tells how
-/// they ended.
-async fn in_span<E: Exchange>(
+/// `on_each()`'s exchanges run in `span`, the parent of their own spans, which then tells
+/// how they ended. Entered while `on_each` is called too: the blocking client's does its work
+/// then, and returns it ready.
+async fn in_span<E: Exchange, F: Future<Output = Vec<(E, Result<E::Output>)>>>(
     span: &Span,
-    on_each: impl Future<Output = Vec<(E, Result<E::Output>)>>,
+    on_each: impl FnOnce() -> F,
 ) -> Vec<(E, Result<E::Output>)> {
-    let done = span.run(on_each).await;
+    let running = {
+        let _entered = span.enter();
+        on_each()
+    };
+    let done = span.run(running).await;
     let mut tally = span.tally();
     for (ex, r) in &done {
         tally.add(|| ex.hits(), r.as_ref().err());
@@ -273,7 +278,7 @@ where
     let work: Vec<_> = view.members.iter().map(|m| (m.clone(), make())).collect();
     let operation = work.first().map_or("", |(_, ex)| ex.command());
     let span = span::command(&t.core().settings, operation, &NoKeys);
-    let done = in_span(&span, t.on_each(work)).await;
+    let done = in_span(&span, || t.on_each(work)).await;
     let servers = view.members.iter().map(|m| m.server.clone());
     servers.zip(done).map(|(s, (_, r))| (s, r)).collect()
 }

@@ -75,6 +75,56 @@ impl Keys for NoKeys {
     }
 }
 
+/// The caller's span and subscriber, carried to a thread of the blocking client's fan-out so
+/// that the spans made there are children of the command's span, recorded by the same
+/// subscriber (which may be the caller thread's own, `tracing::subscriber::with_default`).
+pub(crate) struct Carried {
+    #[cfg(feature = "tracing")]
+    here: Option<(tracing::Dispatch, tracing::Span)>,
+}
+
+/// The guard of [`Carried::enter`].
+pub(crate) struct InCarried<'a> {
+    // dropped in this order: the span left before its subscriber stops being the default
+    #[cfg(feature = "tracing")]
+    _entered: Option<(
+        tracing::span::Entered<'a>,
+        tracing::dispatcher::DefaultGuard,
+    )>,
+    #[cfg(not(feature = "tracing"))]
+    _carried: std::marker::PhantomData<&'a Carried>,
+}
+
+impl Carried {
+    /// The caller's subscriber and current span (nothing to carry without a subscriber).
+    #[inline]
+    pub(crate) fn here() -> Carried {
+        Carried {
+            #[cfg(feature = "tracing")]
+            // not `Span::current()` inside `get_default`'s closure: nested, it sees no subscriber
+            here: tracing::dispatcher::get_default(|d| {
+                (!d.is::<tracing::subscriber::NoSubscriber>()).then(|| d.clone())
+            })
+            .map(|d| (d, tracing::Span::current())),
+        }
+    }
+
+    /// Make the carried subscriber this thread's default and enter the carried span, until
+    /// the guard drops.
+    #[inline]
+    pub(crate) fn enter(&self) -> InCarried<'_> {
+        InCarried {
+            #[cfg(feature = "tracing")]
+            _entered: self.here.as_ref().map(|(dispatch, span)| {
+                let default = tracing::dispatcher::set_default(dispatch);
+                (span.enter(), default)
+            }),
+            #[cfg(not(feature = "tracing"))]
+            _carried: std::marker::PhantomData,
+        }
+    }
+}
+
 /// What a parent span learns from its requests as they end: hits and misses summed, and the
 /// kind of the first failure.
 pub(crate) struct Tally {
@@ -115,16 +165,6 @@ impl Span {
             _entered: self.span.enter(),
             #[cfg(not(feature = "tracing"))]
             _span: std::marker::PhantomData,
-        }
-    }
-
-    /// The span the caller is in: to enter on another thread, so that the spans made there are
-    /// its children.
-    #[inline]
-    pub(crate) fn current() -> Span {
-        Span {
-            #[cfg(feature = "tracing")]
-            span: tracing::Span::current(),
         }
     }
 
@@ -171,17 +211,15 @@ impl Span {
     pub(crate) fn close(&self, tally: Tally) {
         #[cfg(feature = "tracing")]
         match tally.counted {
-            None => {}
             Some((_, _, Some(kind))) => {
                 self.span.record("error.type", kind);
                 self.span.record("otel.status_code", "ERROR");
             }
-            Some((hits, misses, None)) => {
-                if hits + misses > 0 {
-                    self.span.record("db.memcached.hit_count", hits);
-                    self.span.record("db.memcached.miss_count", misses);
-                }
+            Some((hits, misses, None)) if hits + misses > 0 => {
+                self.span.record("db.memcached.hit_count", hits);
+                self.span.record("db.memcached.miss_count", misses);
             }
+            _ => {}
         }
     }
 }
