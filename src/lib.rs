@@ -116,7 +116,7 @@
 //! | `serde` | no | `value::Json<T>`, any serde type as a value (with `codecs`); `serde::Serialize` on the planner's results and reports ([`plan`]) |
 //! | `near-cache` | no | `memshard::near`: an in-process cache for hot keys (moka) |
 //! | `metrics` | no | request, error, hit and pool metrics through the `metrics` facade |
-//! | `tracing` | no | a `tracing` span per request |
+//! | `tracing` | no | a `tracing` span per command, shaped as OpenTelemetry's database client spans ([`Builder::trace_level`], [`Builder::trace_keys`]) |
 
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
@@ -160,6 +160,9 @@ pub use crate::settings::TlsConfig;
 pub use crate::settings::{
     AuthScheme, Builder, Credentials, Expiry, FailurePolicy, Protocol, Stampede, UnknownProtocol,
 };
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub use crate::settings::{TRACE_KEYS_SHOWN, TraceKeys};
 pub use error::{AuthProblem, Error, MAX_POOL_SIZE, MAX_TIMEOUT, Result, SettingError, TlsProblem};
 pub use hash::{KeyHash, UnknownHash};
 pub use ring::{BadHashTag, FLAVORS, Flavor, HashTag, Ring, RingError, UnknownFlavor};

@@ -2,8 +2,10 @@
 //! and comes back: `/metrics`, scraped over HTTP as Prometheus scrapes it, has `memshard_server_up`
 //! going 1 → 0 → 1, a latency histogram that counts only the requests that reached the
 //! network (not those refused at once while the server is marked down), and a `# HELP` line
-//! for every memshard metric. Both clients, one exporter (a recorder is global to the
-//! process: this binary holds these tests only).
+//! for every memshard metric; the spans exported through `tracing-opentelemetry` carry the
+//! database conventions' attributes, with `error.type` and an error status on the failures.
+//! Both clients, one exporter and one subscriber (both global to the process: this binary
+//! holds these tests only).
 
 mod common;
 
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 fn exporter() -> SocketAddr {
     static ADDR: OnceLock<SocketAddr> = OnceLock::new();
     *ADDR.get_or_init(|| {
-        let ip = Ipv4Addr::new(127, 0, 43, 1);
+        let ip = Ipv4Addr::new(127, 0, 44, 1);
         let addr = SocketAddr::from((ip, free_port(ip)));
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)
@@ -31,6 +33,53 @@ fn exporter() -> SocketAddr {
             .expect("install the exporter");
         addr
     })
+}
+
+/// The spans finished so far, from the global subscriber installed once per process.
+fn spans() -> &'static opentelemetry_sdk::trace::InMemorySpanExporter {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt;
+    static SPANS: OnceLock<opentelemetry_sdk::trace::InMemorySpanExporter> = OnceLock::new();
+    SPANS.get_or_init(|| {
+        let exporter = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("observe_live"));
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+            .expect("the only subscriber of this binary");
+        exporter
+    })
+}
+
+/// The `get` spans to `server` exported so far: (error.type or "", whether the status is an
+/// error), each checked for the conventions' attributes.
+fn get_spans(server: SocketAddr) -> Vec<(String, bool)> {
+    use opentelemetry::trace::{SpanKind, Status};
+    let finished = spans().get_finished_spans().expect("spans");
+    finished
+        .iter()
+        .filter_map(|s| {
+            let a: std::collections::HashMap<String, String> = s
+                .attributes
+                .iter()
+                .map(|kv| (kv.key.as_str().to_string(), kv.value.to_string()))
+                .collect();
+            let ours = a.get("server.address") == Some(&server.ip().to_string())
+                && a.get("server.port") == Some(&server.port().to_string())
+                && s.name == "get";
+            if !ours {
+                return None;
+            }
+            assert_eq!(s.span_kind, SpanKind::Client);
+            assert_eq!(a["db.system.name"], "memcached");
+            assert_eq!(a["db.operation.name"], "get");
+            let error = a.get("error.type").cloned().unwrap_or_default();
+            let failed = matches!(s.status, Status::Error { .. });
+            assert_eq!(failed, !error.is_empty(), "{a:?} {:?}", s.status);
+            Some((error, failed))
+        })
+        .collect()
 }
 
 /// The body of `GET /metrics`.
@@ -192,6 +241,23 @@ fn outage(client: &str, ips: [Ipv4Addr; 3], build: impl Fn(&str) -> (Get, Box<dy
         "{client}: the server's gets are timed again"
     );
     drop(again);
+
+    // the spans: answered gets without error.type, the failures with theirs
+    let kinds = get_spans(sock);
+    let count = |k: &str| kinds.iter().filter(|(e, _)| e == k).count();
+    let failed_on_the_wire = kinds
+        .iter()
+        .filter(|(e, _)| !e.is_empty() && e != "server_down")
+        .count();
+    assert!(count("") > 100, "{client}: answered gets: {}", count(""));
+    assert!(
+        count("server_down") as f64 >= refused_more,
+        "{client}: a span with error.type server_down for each refused get"
+    );
+    assert!(
+        failed_on_the_wire >= 2,
+        "{client}: the failures that marked it down (io, timeout or pool): {failed_on_the_wire}"
+    );
 }
 
 /// Every memshard family the exporter prints has its `# HELP`.
@@ -233,9 +299,10 @@ fn a_server_killed_and_restarted_under_load_as_prometheus_sees_it() {
         return;
     }
     exporter();
+    spans();
     outage(
         "blocking",
-        [2, 3, 4].map(|d| Ipv4Addr::new(127, 0, 43, d)),
+        [2, 3, 4].map(|d| Ipv4Addr::new(127, 0, 44, d)),
         |list| {
             let c = memshard::Client::builder()
                 .server_list(list)
@@ -265,7 +332,7 @@ fn a_server_killed_and_restarted_under_load_as_prometheus_sees_it() {
         let handle = rt.handle().clone();
         outage(
             "async",
-            [5, 6, 7].map(|d| Ipv4Addr::new(127, 0, 43, d)),
+            [5, 6, 7].map(|d| Ipv4Addr::new(127, 0, 44, d)),
             |list| {
                 let c = handle.block_on(async {
                     memshard::aio::Client::builder()

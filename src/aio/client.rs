@@ -12,6 +12,7 @@ use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::error::{Error, Result};
 use crate::observe;
+use crate::observe::span::Listed;
 use crate::outcome::*;
 use crate::servers::Server;
 use crate::settings::Builder;
@@ -351,14 +352,21 @@ impl Client {
 
     /// Run `ex` with `m` (see [`Client::exchange`]) and count the outcome.
     async fn on<E: Exchange + Send>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Result<E::Output> {
-        let call = self.core.call(m, ex.command());
+        let call = self.core.call(m, ex);
         let (r, counts) = call.span.run(self.exchange(m, ex)).await;
-        self.ended(call, m, r.as_ref().err(), counts);
+        self.ended(call, m, ex, r.as_ref().err(), counts);
         r
     }
 
-    fn ended(&self, call: Call, m: &Arc<ServerOf>, err: Option<&Error>, counts: bool) {
-        if self.core.ended(call, m, err, counts) {
+    fn ended(
+        &self,
+        call: Call,
+        m: &Arc<ServerOf>,
+        ex: &impl Exchange,
+        err: Option<&Error>,
+        counts: bool,
+    ) {
+        if self.core.ended(call, m, ex, err, counts) {
             prober::start(&self.core, &self.runtime);
         }
     }
@@ -368,16 +376,22 @@ impl Client {
     #[must_use = "each key has its own result"]
     pub async fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         self.core.note_keys(keys);
+        let span = observe::span::command(&self.core.settings, "get_multi", &Listed(keys));
+        let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
         let wires = batch.group_keys();
         let runs = batch.groups.iter().zip(&wires).map(|(g, w)| async move {
-            let mut ex = Retrieve::new(w, false, None);
+            let mut ex = Retrieve::many(w);
             let r = self.on(&g.member, &mut ex).await;
             (ex, r)
         });
-        for (gi, (mut ex, r)) in join_all(runs).await.into_iter().enumerate() {
+        // each server's span is made while this future runs in the command's: its parent
+        let done = span.run(join_all(runs)).await;
+        for (gi, (mut ex, r)) in done.into_iter().enumerate() {
+            tally.add(|| ex.hits(), r.as_ref().err());
             batch.place_hits(&self.core, &mut out, gi, &mut ex, r.err().as_ref());
         }
+        span.close(tally);
         finish(out)
     }
 

@@ -14,6 +14,7 @@ use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::error::Result;
 use crate::observe;
+use crate::observe::span::Listed;
 use crate::outcome::*;
 use crate::proto::StoreCommand;
 use crate::servers::Server;
@@ -153,12 +154,12 @@ impl Client {
 
     /// Run `ex` with `m` (see [`Client::exchange`]) and count the outcome.
     fn on<E: Exchange>(&self, m: &Arc<ServerOf>, ex: &mut E) -> Result<E::Output> {
-        let call = self.core.call(m, ex.command());
+        let call = self.core.call(m, ex);
         let (r, counts) = {
             let _entered = call.span.enter();
             self.exchange(m, ex)
         };
-        self.ended(call, m, r.as_ref().err(), counts);
+        self.ended(call, m, ex, r.as_ref().err(), counts);
         r
     }
 
@@ -166,10 +167,11 @@ impl Client {
         &self,
         call: crate::core::failure::call::Call,
         m: &Arc<ServerOf>,
+        ex: &impl Exchange,
         err: Option<&crate::Error>,
         counts: bool,
     ) {
-        if self.core.ended(call, m, err, counts) {
+        if self.core.ended(call, m, ex, err, counts) {
             prober::start(&self.core);
         }
     }
@@ -179,24 +181,28 @@ impl Client {
     #[must_use = "each key has its own result"]
     pub fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         self.core.note_keys(keys);
+        // the command's span, entered while each server's span is made: their parent
+        let span = observe::span::command(&self.core.settings, "get_multi", &Listed(keys));
+        let _entered = span.enter();
+        let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
         let wires = batch.group_keys();
-        let mut exs: Vec<Retrieve> = wires
-            .iter()
-            .map(|w| Retrieve::new(w, false, None))
-            .collect();
+        let mut exs: Vec<Retrieve> = wires.iter().map(|w| Retrieve::many(w)).collect();
         // Like libmemcached's mget: first one write to every server, then read the replies
         // server by server. The servers work in parallel while we read; no thread is spawned
         // (spawning one per server cost more than the whole exchange on loopback).
         let members: Vec<_> = batch.groups.iter().map(|g| g.member.clone()).collect();
         let calls: Vec<_> = members
             .iter()
-            .map(|m| self.core.call(m, "get_multi"))
+            .zip(&exs)
+            .map(|(m, ex)| self.core.call(m, ex))
             .collect();
         let started: Vec<Result<(Pooled, Result<()>)>> = members
             .iter()
             .zip(&mut exs)
-            .map(|(m, ex)| {
+            .zip(&calls)
+            .map(|((m, ex), call)| {
+                let _entered = call.span.enter();
                 let mut conn = self.checkout(m, false)?;
                 let wrote = conn.start(ex).map(drop);
                 Ok((conn, wrote))
@@ -204,13 +210,18 @@ impl Client {
             .collect();
         let each = members.iter().zip(&mut exs).zip(calls).zip(started);
         for (gi, (((m, ex), call), conn)) in each.enumerate() {
-            let (r, counts) = match conn {
-                Err(e) => (Err(e), true),
-                Ok((conn, wrote)) => self.finish_multi_get(m, conn, wrote, ex),
+            let (r, counts) = {
+                let _entered = call.span.enter();
+                match conn {
+                    Err(e) => (Err(e), true),
+                    Ok((conn, wrote)) => self.finish_multi_get(m, conn, wrote, ex),
+                }
             };
-            self.ended(call, m, r.as_ref().err(), counts);
+            tally.add(|| ex.hits(), r.as_ref().err());
+            self.ended(call, m, ex, r.as_ref().err(), counts);
             batch.place_hits(&self.core, &mut out, gi, ex, r.err().as_ref());
         }
+        span.close(tally);
         finish(out)
     }
 
@@ -237,7 +248,10 @@ impl Client {
             .into_iter()
             .map(|(m, ex)| (m, Mutex::new(ex)))
             .collect();
+        // the command's span, entered on each fan-out thread: the parent of the servers' spans
+        let parent = observe::span::Carried::here();
         let outcomes = fan_out(&cells, |(m, ex)| {
+            let _entered = parent.enter();
             let mut ex = ex.lock().unwrap_or_else(PoisonError::into_inner);
             self.on(m, &mut *ex)
         });

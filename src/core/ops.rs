@@ -14,6 +14,8 @@ use super::transport::Transport;
 use super::view::Member;
 use crate::Expiry;
 use crate::error::{Error, Result};
+use crate::observe::Span;
+use crate::observe::span::{self, Keys, Listed, NoKeys, Paired};
 use crate::outcome::{
     DeleteOutcome, DumpSummary, Item, PlacementCheck, ServerPlacement, Stats, StoreOutcome,
     TouchOutcome,
@@ -21,6 +23,7 @@ use crate::outcome::{
 use crate::proto::StoreCommand;
 use crate::proto::metadump::DumpedKey;
 use crate::servers::Server;
+use std::future::Future;
 use std::sync::Arc;
 
 /// A server of `T`.
@@ -222,9 +225,10 @@ pub(crate) async fn set_value<T: Transport, V: crate::value::ToValue + ?Sized>(
 }
 
 /// For each group, `make(group)`'s exchange with its server, servers in parallel, and
-/// `results(exchange, outcome, group)` in group order.
+/// `results(exchange, outcome, group)` in group order; in the span of `operation` of `keys`.
 async fn each_group<'g, 'k: 'g, T, E, O>(
     t: &T,
+    (operation, keys): (&'static str, &impl Keys),
     groups: &'g [Group<'k, T::Pool>],
     make: impl Fn(&'g Group<'k, T::Pool>) -> E,
     results: impl Fn(E, Result<E::Output>, &Group<'k, T::Pool>) -> Vec<Result<O>>,
@@ -234,12 +238,33 @@ where
     E: Exchange + Send,
     E::Output: Send,
 {
+    let span = span::command(&t.core().settings, operation, keys);
     let work = groups.iter().map(|g| (g.member.clone(), make(g))).collect();
-    let done = t.on_each(work).await;
+    let done = in_span(&span, || t.on_each(work)).await;
     done.into_iter()
         .zip(groups)
         .map(|((ex, r), g)| results(ex, r, g))
         .collect()
+}
+
+/// `on_each()`'s exchanges run in `span`, the parent of their own spans, which then tells
+/// how they ended. Entered while `on_each` is called too: the blocking client's does its work
+/// then, and returns it ready.
+async fn in_span<E: Exchange, F: Future<Output = Vec<(E, Result<E::Output>)>>>(
+    span: &Span,
+    on_each: impl FnOnce() -> F,
+) -> Vec<(E, Result<E::Output>)> {
+    let running = {
+        let _entered = span.enter();
+        on_each()
+    };
+    let done = span.run(running).await;
+    let mut tally = span.tally();
+    for (ex, r) in &done {
+        tally.add(|| ex.hits(), r.as_ref().err());
+    }
+    span.close(tally);
+    done
 }
 
 /// `make()`'s exchange on every server, in parallel; results in server order.
@@ -250,8 +275,10 @@ where
     E::Output: Send,
 {
     let view = t.core().view();
-    let work = view.members.iter().map(|m| (m.clone(), make())).collect();
-    let done = t.on_each(work).await;
+    let work: Vec<_> = view.members.iter().map(|m| (m.clone(), make())).collect();
+    let operation = work.first().map_or("", |(_, ex)| ex.command());
+    let span = span::command(&t.core().settings, operation, &NoKeys);
+    let done = in_span(&span, || t.on_each(work)).await;
     let servers = view.members.iter().map(|m| m.server.clone());
     servers.zip(done).map(|(s, (_, r))| (s, r)).collect()
 }
@@ -270,7 +297,8 @@ where
     let core = t.core();
     let batch = core.set_batch(items, (flags, expiry.exptime_now()));
     let sets = |g| WriteMany::new("set_multi", batch.sets(g, false), store_outcome);
-    let results = each_group(t, &batch.groups, sets, |ex, r, _| {
+    let span = ("set_multi", &Paired(items));
+    let results = each_group(t, span, &batch.groups, sets, |ex, r, _| {
         ex.results(r.err().as_ref())
     })
     .await;
@@ -285,7 +313,8 @@ pub(crate) async fn delete_multi<T: Transport, K: AsRef<[u8]>>(
     let core = t.core();
     let batch = core.delete_batch(keys);
     let deletes = |g| WriteMany::new("delete_multi", batch.deletes(g), delete_outcome);
-    let results = each_group(t, &batch.groups, deletes, |ex, r, _| {
+    let span = ("delete_multi", &Listed(keys));
+    let results = each_group(t, span, &batch.groups, deletes, |ex, r, _| {
         ex.results(r.err().as_ref())
     })
     .await;
@@ -306,7 +335,8 @@ where
     let core = t.core();
     let batch = core.set_batch(items, (flags, expiry.exptime_now()));
     let sets = |g| NoreplySets::new(batch.sets(g, true));
-    let results = each_group(t, &batch.groups, sets, |_, r, g| vec![r; g.idx.len()]).await;
+    let span = ("set_multi_noreply", &Paired(items));
+    let results = each_group(t, span, &batch.groups, sets, |_, r, g| vec![r; g.idx.len()]).await;
     batch.finish_writes(core, results)
 }
 

@@ -2,6 +2,11 @@
 //! `metrics`), and with the feature `tracing` a span per operation and an event per health
 //! change. Without the features every function here compiles to nothing.
 //!
+//! | `tracing` span (target `memshard`, name `memshard`) | level | fields |
+//! |---|---|---|
+//! | each command of one key: its request | `Builder::trace_level` (INFO) | `otel.name` and `db.operation.name` (the command), `otel.kind = "client"`, `db.system.name = "memcached"`, `server.address`, `server.port` (none for a Unix socket), `db.memcached.key_count`; after the reply `db.memcached.hit_count` and `db.memcached.miss_count` (reads), or on failure `error.type` (the error's kind, as in `memshard_errors_total`) and `otel.status_code = "ERROR"`; `db.query.text` only with `Builder::trace_keys` |
+//! | each command of many keys or servers (`get_multi`, `set_multi`, `delete_multi`, `set_multi_noreply`, `version`, `flush_all`, `stats`, `verbosity`) | the same | the same without a server, `db.operation.batch.size` from two keys, the hits and misses summed, the first failure's `error.type`; the parent of one span per server, as above |
+//!
 //! | `tracing` event (target `memshard`) | level | fields |
 //! |---|---|---|
 //! | `memshard: server marked down` | warn | `server` |
@@ -315,8 +320,8 @@ pub(crate) fn hot_key(key: &[u8], count: u64) {
         .set(count as f64);
 }
 
-mod span;
-pub(crate) use span::{Span, span};
+pub(crate) mod span;
+pub(crate) use span::Span;
 
 #[cfg(all(test, feature = "tracing"))]
 mod tests {

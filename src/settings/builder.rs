@@ -55,6 +55,9 @@ pub(crate) struct Settings {
     /// A TLS configuration that could not be set up, reported by `build`.
     #[cfg(feature = "tls")]
     pub(crate) tls_error: Option<SettingError>,
+    /// The level of the commands' spans and whether they name keys.
+    #[cfg(feature = "tracing")]
+    pub(crate) trace: crate::settings::Trace,
 }
 
 impl Default for Settings {
@@ -87,6 +90,8 @@ impl Default for Settings {
             transcoder: crate::value::Transcoder::default(),
             #[cfg(feature = "tls")]
             tls_error: None,
+            #[cfg(feature = "tracing")]
+            trace: crate::settings::Trace::default(),
         }
     }
 }
@@ -521,6 +526,50 @@ impl<C> Builder<C> {
     /// in a task of its runtime. Default: off.
     pub fn check_placement_at_start(mut self, keys_per_server: usize) -> Self {
         self.settings.placement_check = Some(keys_per_server);
+        self
+    }
+
+    /// The level of the `tracing` spans of commands. Default: [`INFO`](tracing::Level::INFO).
+    ///
+    /// Each command is a span named `memshard` (target `memshard`) with OpenTelemetry's
+    /// database client attributes: `otel.name` (the command), `otel.kind = "client"`,
+    /// `db.system.name = "memcached"`, `db.operation.name`, `server.address` and
+    /// `server.port`, and on failure `error.type` and `otel.status_code = "ERROR"`; a command
+    /// of many keys or servers is a parent span with a child span per server. Below the
+    /// subscriber's level the spans cost a level check and are never built.
+    ///
+    /// ```
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .trace_level(tracing::Level::DEBUG)
+    ///     .build()?;
+    /// # drop(client);
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    #[cfg(feature = "tracing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+    pub fn trace_level(mut self, level: tracing::Level) -> Self {
+        self.settings.trace.level = level;
+        self
+    }
+
+    /// Whether the spans of commands name their keys in `db.query.text`, and how: not at all
+    /// (the default), as sent, or hashed ([`TraceKeys`](crate::TraceKeys)).
+    ///
+    /// ```
+    /// use memshard::TraceKeys;
+    /// // spans read `db.query.text = "get #…"`: a stable hash of each key, never the key
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .trace_keys(TraceKeys::Hashed)
+    ///     .build()?;
+    /// # drop(client);
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    #[cfg(feature = "tracing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+    pub fn trace_keys(mut self, keys: crate::settings::TraceKeys) -> Self {
+        self.settings.trace.keys = keys;
         self
     }
 }

@@ -1,7 +1,8 @@
 //! What a user configures: the [`Builder`] both clients are built with, and the setting types it
-//! takes — [`Expiry`], [`Protocol`], [`Stampede`], [`FailurePolicy`], [`Credentials`] and (feature
-//! `tls`) [`TlsConfig`]. Every setting documents its default; a setting that cannot work is
-//! refused when the client is built, with [`Error::Setting`](crate::Error::Setting).
+//! takes — [`Expiry`], [`Protocol`], [`Stampede`], [`FailurePolicy`], [`Credentials`], (feature
+//! `tls`) [`TlsConfig`] and (feature `tracing`) [`TraceKeys`]. Every setting documents its
+//! default; a setting that cannot work is refused when the client is built, with
+//! [`Error::Setting`](crate::Error::Setting).
 //!
 //! May import: `error`, placement (`ring`, `hash`, `servers`),
 //! `proto` (limits), and the optional layers a setting names (`value`,
@@ -33,6 +34,14 @@ pub use failure::FailurePolicy;
 pub use protocol::{Protocol, UnknownProtocol};
 pub use resolver::{Resolve, SystemResolver};
 pub use stampede::Stampede;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub(crate) mod trace;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use tls::TlsConfig;
+#[cfg(feature = "tracing")]
+pub(crate) use trace::Trace;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub use trace::{TRACE_KEYS_SHOWN, TraceKeys};

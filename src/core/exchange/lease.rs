@@ -204,6 +204,14 @@ impl<T> Exchange for MetaOne<'_, T> {
         self.opaque = None;
     }
 
+    fn key_count(&self) -> usize {
+        1
+    }
+
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        (i == 0).then_some(self.key)
+    }
+
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<T>> {
         let Some(opaque) = self.opaque else {
             let opaque = meta::reserve(1);

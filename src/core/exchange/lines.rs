@@ -174,6 +174,14 @@ impl Exchange for NoreplySets<'_> {
         self.budget = None;
     }
 
+    fn key_count(&self) -> usize {
+        self.requests.len()
+    }
+
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        self.requests.get(i).and_then(|r| super::key_of(r, 0))
+    }
+
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
         loop {
             let Some(budget) = self.budget.as_mut() else {

@@ -24,7 +24,7 @@ pub(crate) use write_many::{DeleteOwned, WRITE_BATCH, WriteMany};
 
 use super::readbuf::ReadBuf;
 use crate::error::{Error, Result};
-use crate::proto::Reply;
+use crate::proto::{Reply, Request};
 
 /// What an exchange knows of its connection.
 #[derive(Debug)]
@@ -91,6 +91,23 @@ pub(crate) trait Exchange {
     /// Start again from the first request (the one retry on a new connection).
     fn restart(&mut self);
 
+    /// How many keys the exchange sends, for its trace span.
+    fn key_count(&self) -> usize {
+        0
+    }
+
+    /// The `i`th key as sent, for its trace span.
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        let _ = i;
+        None
+    }
+
+    /// Hits and misses, once a retrieval is done, for its trace span; `None` for the other
+    /// commands.
+    fn hits(&self) -> Option<(usize, usize)> {
+        None
+    }
+
     /// Whether the connection may be reused once the exchange is done: false for one that
     /// stopped reading a reply before its end (a metadump cut short), whose rest is still
     /// on the wire.
@@ -130,6 +147,26 @@ pub(crate) fn refusal(reply: Reply, server: &str, what: &str) -> Result<Error> {
         server: server.to_string(),
         message,
     })
+}
+
+/// The `i`th key of `request`, for the trace span of the exchange that sends it.
+pub(crate) fn key_of<'r>(request: &Request<'r>, i: usize) -> Option<&'r [u8]> {
+    match *request {
+        Request::Store { key, .. }
+        | Request::Delete { key, .. }
+        | Request::Arith { key, .. }
+        | Request::Touch { key, .. } => (i == 0).then_some(key),
+        Request::Get { keys, .. } | Request::GetAndTouch { keys, .. } => keys.get(i).copied(),
+        _ => None,
+    }
+}
+
+/// How many keys `request` sends.
+pub(crate) fn key_count_of(request: &Request<'_>) -> usize {
+    match *request {
+        Request::Get { keys, .. } | Request::GetAndTouch { keys, .. } => keys.len(),
+        ref r => usize::from(key_of(r, 0).is_some()),
+    }
 }
 
 /// A reply that does not fit the request: the stream can no longer be trusted.

@@ -27,6 +27,8 @@ pub(crate) struct Retrieve<'a> {
     sent: bool,
     /// Sent as meta commands, with opaque tokens from `base` on.
     meta: Option<u32>,
+    /// A server's share of a `get_multi`, named so even when it is one key.
+    multi: bool,
 }
 
 impl<'a> Retrieve<'a> {
@@ -42,6 +44,16 @@ impl<'a> Retrieve<'a> {
             next: 0,
             sent: false,
             meta: None,
+            multi: false,
+        }
+    }
+
+    /// A server's share of a `get_multi`: `get` of `keys`, named `get_multi` (its metrics and
+    /// span) however few keys went to this server.
+    pub(crate) fn many(keys: &'a [&'a [u8]]) -> Self {
+        Retrieve {
+            multi: true,
+            ..Retrieve::new(keys, false, None)
         }
     }
 
@@ -109,12 +121,25 @@ impl Exchange for Retrieve<'_> {
 
     fn command(&self) -> &'static str {
         match (self.touch, self.cas, self.keys.len()) {
-            (None, false, 1) => "get",
+            (None, false, 1) if !self.multi => "get",
             (None, true, _) => "gets",
             (Some(_), false, _) => "gat",
             (Some(_), true, _) => "gats",
             (None, false, _) => "get_multi",
         }
+    }
+
+    fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        self.keys.get(i).copied()
+    }
+
+    fn hits(&self) -> Option<(usize, usize)> {
+        let found = self.hits.iter().filter(|h| h.is_some()).count();
+        Some((found, self.keys.len() - found))
     }
 
     fn restart(&mut self) {

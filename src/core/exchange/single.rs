@@ -183,6 +183,14 @@ impl<T> Exchange for Single<'_, T> {
         self.sent = false;
     }
 
+    fn key_count(&self) -> usize {
+        super::key_count_of(&self.request)
+    }
+
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        super::key_of(&self.request, i)
+    }
+
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<T>> {
         if !self.sent {
             self.sent = true;

@@ -108,6 +108,16 @@ impl<R: Encode, T> Exchange for WriteMany<R, T> {
         self.meta = None;
     }
 
+    fn key_count(&self) -> usize {
+        self.requests.len()
+    }
+
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        self.requests
+            .get(i)
+            .and_then(|r| super::key_of(&r.request(), 0))
+    }
+
     fn step(&mut self, rb: &mut ReadBuf, out: &mut Vec<u8>, ctx: &Ctx) -> Result<Step<()>> {
         if ctx.protocol == crate::Protocol::Meta {
             return self.step_meta(rb, out, ctx);

@@ -3,7 +3,7 @@
 
 use super::eject::ServerPool;
 use crate::core::Core;
-use crate::core::exchange::Resend;
+use crate::core::exchange::{Exchange, Resend};
 use crate::core::link::Link;
 use crate::core::view::Member;
 use crate::error::Error;
@@ -63,26 +63,42 @@ pub(crate) fn after_failure(error: Error, link: &Link, resend: Resend) -> Failed
     }
 }
 
+/// The keys an exchange sends, as its span names them.
+struct SentKeys<'e, E>(&'e E);
+
+impl<E: Exchange> observe::span::Keys for SentKeys<'_, E> {
+    fn count(&self) -> usize {
+        self.0.key_count()
+    }
+    fn key(&self, i: usize) -> Option<&[u8]> {
+        self.0.key(i)
+    }
+}
+
 impl<P: ServerPool> Core<P> {
-    /// Start a request of `command` to `m`.
-    pub(crate) fn call(&self, m: &Member<P>, command: &'static str) -> Call {
+    /// Start the request `ex` to `m`.
+    pub(crate) fn call(&self, m: &Member<P>, ex: &impl Exchange) -> Call {
+        let command = ex.command();
+        let keys = SentKeys(ex);
         Call {
             command,
             started: observe::Started::now(),
-            span: observe::span(command, &m.server.addr),
+            span: observe::span::request(&self.settings, command, &m.server, &keys),
         }
     }
 
-    /// The request ended with `err`; `counts`: the outcome says something about the server.
-    /// True when the caller must start the prober.
+    /// The request `ex` ended with `err`; `counts`: the outcome says something about the
+    /// server. True when the caller must start the prober.
     #[must_use]
     pub(crate) fn ended(
         &self,
         call: Call,
         m: &Arc<Member<P>>,
+        ex: &impl Exchange,
         err: Option<&Error>,
         counts: bool,
     ) -> bool {
+        call.span.ended(|| ex.hits(), err);
         observe::request(&m.observe, call.command, call.started.elapsed(), err);
         counts && self.observe(m, err)
     }
