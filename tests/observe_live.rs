@@ -289,8 +289,14 @@ fn every_family_is_described(text: &str) {
     }
 }
 
-fn policy() -> FailurePolicy {
-    FailurePolicy::new(2, Duration::from_millis(200), false)
+/// Marked down after 2 failures, probed every 200 ms, its keys not moved (so that its
+/// requests are refused at once while it is down).
+fn settings<C>(b: memshard::Builder<C>, list: &str) -> memshard::Builder<C> {
+    b.server_list(list)
+        .expect("list")
+        .failure_policy(FailurePolicy::new(2, Duration::from_millis(200), false))
+        .connect_timeout(Duration::from_millis(200))
+        .read_timeout(Duration::from_millis(500))
 }
 
 #[test]
@@ -304,12 +310,7 @@ fn a_server_killed_and_restarted_under_load_as_prometheus_sees_it() {
         "blocking",
         [2, 3, 4].map(|d| Ipv4Addr::new(127, 0, 44, d)),
         |list| {
-            let c = memshard::Client::builder()
-                .server_list(list)
-                .expect("list")
-                .failure_policy(policy())
-                .connect_timeout(Duration::from_millis(200))
-                .read_timeout(Duration::from_millis(500))
+            let c = settings(memshard::Client::builder(), list)
                 .build()
                 .expect("client");
             let c = Arc::new(c);
@@ -335,12 +336,7 @@ fn a_server_killed_and_restarted_under_load_as_prometheus_sees_it() {
             [5, 6, 7].map(|d| Ipv4Addr::new(127, 0, 44, d)),
             |list| {
                 let c = handle.block_on(async {
-                    memshard::aio::Client::builder()
-                        .server_list(list)
-                        .expect("list")
-                        .failure_policy(policy())
-                        .connect_timeout(Duration::from_millis(200))
-                        .read_timeout(Duration::from_millis(500))
+                    settings(memshard::aio::Client::builder(), list)
                         .build()
                         .expect("client")
                 });
