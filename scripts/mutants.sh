@@ -48,6 +48,11 @@ FILES[tls]='src/core/tls.rs src/settings/tls.rs src/core/auth.rs src/settings/cr
 TESTS[tls]='--lib --test tls_auth_live'
 FILES[settings]='src/settings/**'
 TESTS[settings]='--lib --test client_live'
+FILES[peer]='src/peer.rs src/detect/** src/value/sniff.rs'
+# no library integration test uses the profiles or detection (cli/tests/detect_live.rs is the
+# CLI package's); the unit tests of those modules and of the codecs and settings they feed
+TESTS[peer]='--lib'
+FILTER[peer]='test(/^(peer|detect|value|settings)::/)'
 FILES[managed]='src/discovery.rs src/proto/discovery.rs src/core/exchange/discover.rs src/core/resolve.rs src/blocking/pool.rs src/aio/pool.rs src/blocking/prober.rs src/aio/prober.rs'
 TESTS[managed]='--lib --test managed_live --test client_live --test async_live'
 

@@ -1260,6 +1260,106 @@ mod tests {
         assert!(e.to_string().len() < 300, "{e}");
     }
 
+    /// The values that put a setting back, or that only confirm what the peer does anyway, are
+    /// taken, not refused: a configuration copied as it is must not fail on them.
+    #[test]
+    fn values_that_restore_or_confirm_a_default_are_taken() {
+        let php = with(
+            Peer::PhpMemcached,
+            &[
+                ("OPT_DISTRIBUTION", "DISTRIBUTION_CONSISTENT"),
+                ("OPT_DISTRIBUTION", "DISTRIBUTION_MODULA"),
+            ],
+        );
+        assert_eq!(php.flavor(), Flavor::LibmemcachedModula);
+        let node = with(
+            Peer::NodeMemcached,
+            &[("algorithm", "md5"), ("compatibility", "ketama")],
+        );
+        assert_eq!(node, PeerProfile::from(Peer::NodeMemcached));
+        // every libmemcached hash name, as pylibmc's `hash` behavior spells it
+        for (name, hash) in [
+            ("default", KeyHash::OneAtATime),
+            ("md5", KeyHash::Md5),
+            ("crc", KeyHash::Crc32),
+            ("fnv1_64", KeyHash::Fnv1_64),
+            ("fnv1a_64", KeyHash::Fnv1a_64),
+            ("fnv1_32", KeyHash::Fnv1_32),
+            ("fnv1a_32", KeyHash::Fnv1a_32),
+            ("hsieh", KeyHash::Hsieh),
+            ("murmur", KeyHash::Murmur),
+        ] {
+            assert_eq!(
+                with(Peer::Pylibmc, &[("hash", name)]).hash(),
+                hash,
+                "{name}"
+            );
+        }
+    }
+
+    /// node-memcached's `algorithm` and `compatibility` have one value memshard follows; any
+    /// other is refused, naming it.
+    #[test]
+    fn node_takes_only_md5_and_ketama() {
+        for (option, value, valid) in [
+            ("algorithm", "sha1", "md5"),
+            ("compatibility", "consistent", "ketama"),
+        ] {
+            let e = PeerProfile::from(Peer::NodeMemcached)
+                .option(option, value)
+                .unwrap_err();
+            assert!(matches!(e, PeerError::BadValue { .. }), "{e:?}");
+            assert!(e.to_string().contains(valid), "{e}");
+        }
+    }
+
+    /// A twemproxy configuration's `hash_tag` is the profile's, as are its flavor and hash.
+    #[cfg(feature = "peer-config")]
+    #[test]
+    fn a_twemproxy_profile_keeps_its_hash_tag() {
+        let yml = "alpha:\n  hash: fnv1a_64\n  distribution: ketama\n  hash_tag: \"{}\"\n  \
+                   servers:\n   - 10.0.0.1:11211:1\n";
+        let cfg = crate::config::twemproxy(yml, Some("alpha")).expect("nutcracker.yml");
+        let p = PeerProfile::from(&cfg);
+        assert!(p.hash_tag().is_some());
+        assert_eq!(p.hash_tag(), cfg.hash_tag);
+        assert_eq!((p.peer(), p.name()), (None, "twemproxy"));
+    }
+
+    /// The compressors are told apart, and the default one can be named back.
+    #[cfg(feature = "codecs")]
+    #[test]
+    fn each_compressor_is_taken_by_name() {
+        use crate::value::{DalliCompressor, PhpCompression};
+        let zlib = with(
+            Peer::PhpMemcached,
+            &[("OPT_COMPRESSION_TYPE", "COMPRESSION_ZLIB")],
+        );
+        assert_eq!(
+            zlib.transcoder().php_options().compression_type,
+            PhpCompression::Zlib
+        );
+        let fastlz = zlib
+            .option("OPT_COMPRESSION_TYPE", "COMPRESSION_FASTLZ")
+            .expect("FastLZ");
+        assert_eq!(
+            fastlz.transcoder().php_options().compression_type,
+            PhpCompression::FastLz
+        );
+        let gzip = with(Peer::Dalli, &[("compressor", "Dalli::GzipCompressor")]);
+        assert_eq!(
+            gzip.transcoder().dalli_options().compressor,
+            DalliCompressor::Gzip
+        );
+        let zlib = gzip
+            .option("compressor", "Dalli::Compressor")
+            .expect("zlib");
+        assert_eq!(
+            zlib.transcoder().dalli_options().compressor,
+            DalliCompressor::Zlib
+        );
+    }
+
     #[test]
     fn the_builder_takes_the_profile() {
         let s = crate::Client::builder()

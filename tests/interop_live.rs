@@ -13,6 +13,7 @@
 mod common;
 
 use common::servers::{Cluster, Nutcracker, Text, require};
+use common::{hex, runs, skip as skipped, unhex};
 use memshard::Expiry;
 use memshard::{Client, Flavor, Item, KeyHash, StoreOutcome};
 use std::collections::{BTreeMap, HashMap};
@@ -120,17 +121,6 @@ impl Drop for Scratch {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
 fn write_pairs(path: &Path, items: &[Pair]) {
     let text: String = items
         .iter()
@@ -149,21 +139,6 @@ fn read_pairs(path: &Path) -> HashMap<Vec<u8>, Vec<u8>> {
             (unhex(k), unhex(v))
         })
         .collect()
-}
-
-/// A peer is missing: a failure under CI, else a loud skip.
-fn skipped(peer: &str, why: &str) {
-    common::skip(peer, why);
-}
-
-fn runs(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
 }
 
 /// Run a driver (`tests/interop/…`) in `mode` on `input`; returns the output file's path.

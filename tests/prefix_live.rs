@@ -27,6 +27,7 @@
 mod common;
 
 use common::servers::{Memcached, Nutcracker, Text, require};
+use common::{runs, skip as skipped};
 use memshard::{Client, Flavor, KeyHash};
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -108,21 +109,6 @@ fn keys() -> Vec<String> {
             format!("key:{i}:{:x}", x >> 40)
         })
         .collect()
-}
-
-/// A peer is missing: a failure under CI (scripts/test.sh installs every peer before `cargo
-/// test`), else a skip written where it is seen even without `--nocapture`.
-fn skipped(peer: &str, why: &str) {
-    common::skip(peer, why);
-}
-
-fn runs(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Runs a peer's driver; its failure fails the test with its stderr.

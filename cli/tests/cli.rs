@@ -2,53 +2,15 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
+use common::TempFile;
 use common::servers::{Cluster, require};
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
+use support::memshard_in as memshard;
 
-fn memshard(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run memshard");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
-    child.wait_with_output().expect("memshard output")
-}
-
-fn server_file(text: &str) -> tempfile_path::Path {
-    tempfile_path::Path::new(text)
-}
-
-/// A file removed on drop (no extra crate needed).
-mod tempfile_path {
-    pub struct Path(pub std::path::PathBuf);
-    impl Path {
-        pub fn new(text: &str) -> Path {
-            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let p =
-                std::env::temp_dir().join(format!("memshard-cli-{}-{n}.txt", std::process::id()));
-            std::fs::write(&p, text).expect("write server file");
-            Path(p)
-        }
-        pub fn as_str(&self) -> &str {
-            self.0.to_str().expect("utf-8 temp path")
-        }
-    }
-    impl Drop for Path {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
+fn server_file(text: &str) -> TempFile {
+    TempFile::new("cli-servers.txt", text)
 }
 
 /// Each key is printed with the server the real libmemcached picked for it (committed cases:
@@ -103,7 +65,7 @@ fn route_prints_the_peers_server_as_written_in_input_order() {
             want.extend_from_slice(addr.as_bytes());
             want.push(b'\n');
         }
-        let out = memshard(&["route", "--servers", f.as_str()], &input);
+        let out = memshard(&["route", "--servers", f.path()], &input);
         assert!(
             out.status.success(),
             "{case_name}: {}",
@@ -129,7 +91,7 @@ fn route_prints_the_peers_server_as_written_in_input_order() {
             .collect();
         assert_eq!(picked.len(), 3);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_memshard"));
-        cmd.args(["route", "--servers", f.as_str()]);
+        cmd.args(["route", "--servers", f.path()]);
         for (k, _) in &picked {
             cmd.arg(std::ffi::OsStr::from_bytes(k));
         }
@@ -163,7 +125,7 @@ fn bad_input_is_exit_status_2_with_a_clear_message() {
             "always hashes keys",
         ),
     ] {
-        let mut a = vec!["route", "--servers", f.as_str()];
+        let mut a = vec!["route", "--servers", f.path()];
         a.extend(args);
         a.push("k");
         let out = memshard(&a, b"");
@@ -175,7 +137,7 @@ fn bad_input_is_exit_status_2_with_a_clear_message() {
         );
     }
     let bad = server_file("10.0.1.1:11211\n10.0.1.2:eleven\n");
-    let out = memshard(&["route", "--servers", bad.as_str(), "k"], b"");
+    let out = memshard(&["route", "--servers", bad.path(), "k"], b"");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
     let out = memshard(
@@ -192,7 +154,7 @@ fn set_get_delete_against_real_servers() {
     }
     let c = Cluster::on_free_ports(&[2, 1, 1]);
     let f = server_file(&c.server_list());
-    let s = f.as_str();
+    let s = f.path();
     let out = memshard(&["set", "--servers", s, "one", "1"], b"");
     assert!(
         out.status.success(),
@@ -284,7 +246,7 @@ fn set_get_delete_over_meta_and_a_bad_protocol_is_refused() {
     let m = common::servers::Memcached::start(std::net::Ipv4Addr::LOCALHOST, 0, "");
     let p = common::proxy::FaultProxy::start(m.sock());
     let f = server_file(&format!("{} 1\n", p.addr_string()));
-    let s = f.as_str();
+    let s = f.path();
     p.state.start_recording();
     let meta = |args: &[&str], stdin: &[u8]| {
         let mut a = vec![args[0], "--servers", s, "--protocol", "meta"];

@@ -49,6 +49,7 @@
 mod common;
 
 use common::servers::{Memcached, Text, program, require};
+use common::{TempDir, drivers, hex, missing, path_string, runs, unhex};
 use memshard::{Client, Expiry, Flavor, StoreOutcome};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -67,8 +68,6 @@ const IPS: [Ipv4Addr; 5] = [
     Ipv4Addr::new(127, 0, 28, 4),
     Ipv4Addr::new(127, 0, 28, 5),
 ];
-const SPY_JAR: &str = "/usr/share/java/spymemcached.jar";
-const GOMEMCACHE_SRC: &str = "/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache";
 /// A driver that takes longer than this is killed and fails the test.
 const DRIVER_DEADLINE: Duration = Duration::from_secs(180);
 
@@ -97,47 +96,8 @@ struct Peer {
     weights: bool,
 }
 
-/// A directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("memshard-defaults-{what}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn driver(file: &str) -> String {
-    path_string(&common::repo_root().join("tests/defaults").join(file))
-}
-
-fn path_string(p: &Path) -> String {
-    p.to_str().expect("UTF-8 path").to_owned()
-}
-
-/// A peer is missing: a failure under CI, else a loud skip.
-fn missing(peer: &str, why: &str) -> Option<Peer> {
-    common::skip(peer, why);
-    None
-}
-
-fn runs(program: &Path, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    common::repo_file(&format!("tests/defaults/{file}"))
 }
 
 /// Debian's python3 (the one python3-pylibmc installs into), not a virtualenv's.
@@ -186,38 +146,15 @@ fn pylibmc() -> Option<Peer> {
 }
 
 fn spymemcached(tmp: &Path) -> Option<Peer> {
-    let (Some(javac), Some(java)) = (program("javac"), program("java")) else {
-        return missing("spymemcached", "javac/java are not installed");
+    let cmd = match drivers::spymemcached(tmp, &driver("SpyDefaults.java"), "SpyDefaults") {
+        Ok(cmd) => cmd,
+        Err(why) => return missing("spymemcached", &why),
     };
-    if !Path::new(SPY_JAR).is_file() {
-        return missing("spymemcached", &format!("{SPY_JAR} is missing"));
-    }
-    let classes = tmp.join("spy");
-    let out = Command::new(&javac)
-        .args(["-J-XX:-UsePerfData", "-nowarn", "-d"])
-        .arg(&classes)
-        .args(["-cp", SPY_JAR])
-        .arg(driver("SpyDefaults.java"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("run javac");
-    assert!(
-        out.status.success(),
-        "javac SpyDefaults.java failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     Some(Peer {
         name: "spymemcached",
         profile: memshard::peer::Peer::Spymemcached,
         flavor: Flavor::SpymemcachedModula,
-        cmd: vec![
-            path_string(&java),
-            "-XX:-UsePerfData".into(),
-            "-XX:TieredStopAtLevel=1".into(),
-            "-cp".into(),
-            format!("{SPY_JAR}:{}", path_string(&classes)),
-            "SpyDefaults".into(),
-        ],
+        cmd,
         keys: Keys::Utf8,
         weights: false,
     })
@@ -277,41 +214,20 @@ fn pymemcache() -> Option<Peer> {
 }
 
 fn gomemcache(tmp: &Path) -> Option<Peer> {
-    let Some(go) = program("go") else {
-        return missing("gomemcache", "go is not installed");
-    };
-    if !Path::new(GOMEMCACHE_SRC).is_dir() {
-        return missing(
-            "gomemcache",
-            &format!("{GOMEMCACHE_SRC} is missing (golang-github-bradfitz-gomemcache-dev)"),
-        );
-    }
-    // Offline, GOPATH mode against Debian's source: nothing is downloaded. (GOFLAGS is emptied:
-    // `-mod` flags are for module mode only.)
-    let bin = tmp.join("gomemcache_defaults");
-    let out = Command::new(&go)
-        .arg("build")
-        .arg("-o")
-        .arg(&bin)
-        .arg(driver("gomemcache_defaults.go"))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", "/usr/share/gocode")
-        .env("GOFLAGS", "")
-        .env("GOPROXY", "off")
-        .env("GOCACHE", tmp.join("gocache"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("run go build");
-    assert!(
-        out.status.success(),
-        "go build gomemcache_defaults.go failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let built = drivers::gomemcache(
+        tmp,
+        &driver("gomemcache_defaults.go"),
+        "gomemcache_defaults",
     );
+    let bin = match built {
+        Ok(bin) => bin,
+        Err(why) => return missing("gomemcache", &why),
+    };
     Some(Peer {
         name: "gomemcache",
         profile: memshard::peer::Peer::Gomemcache,
         flavor: Flavor::Gomemcache,
-        cmd: vec![path_string(&bin)],
+        cmd: vec![bin],
         keys: Keys::Ascii,
         weights: false,
     })
@@ -405,18 +321,6 @@ impl Peer {
         );
         said
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len().is_multiple_of(2), "odd hex {s:?}");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or_else(|_| panic!("hex {s:?}")))
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -791,7 +695,7 @@ fn run(make: impl FnOnce(&Path) -> Option<Peer>) {
     if !require("memcached") {
         return;
     }
-    let tmp = TempDir::new(&format!("{:x}", fastrand::u64(..)));
+    let tmp = TempDir::new(&format!("defaults-{:x}", fastrand::u64(..)));
     let Some(peer) = make(&tmp.0) else {
         return;
     };

@@ -34,16 +34,19 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::servers::{Memcached, Nutcracker, Text, program, require};
+use common::{TempDir, drivers, missing, path_string, runs, write_file};
 use memshard::value::Value;
 use memshard::{Client, Expiry, Flavor, KeyHash, Ring, StoreOutcome};
 use serde_json::Value as J;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{memshard, memshard_in};
 
 /// Keys each peer writes per setting.
 const N: usize = 400;
@@ -54,50 +57,14 @@ const IPS: [Ipv4Addr; 4] = [
     Ipv4Addr::new(127, 0, 41, 4),
 ];
 const WEIGHTS: [u32; 4] = [3, 1, 2, 1];
-const SPY_JAR: &str = "/usr/share/java/spymemcached.jar";
-const GOMEMCACHE_SRC: &str = "/usr/share/gocode/src/github.com/bradfitz/gomemcache/memcache";
 const DRIVER_DEADLINE: Duration = Duration::from_secs(180);
 
-fn missing(peer: &str, why: &str) -> Option<Driver> {
-    common::skip(peer, why);
-    None
-}
-
-fn runs(program: &Path, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn script(file: &str) -> String {
-    path_string(&common::repo_root().join("tests/detect").join(file))
+    common::repo_file(&format!("tests/detect/{file}"))
 }
 
-fn path_string(p: &Path) -> String {
-    p.to_str().expect("UTF-8 path").to_owned()
-}
-
-/// A directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("memshard-detect-{what}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn temp_dir(what: &str) -> TempDir {
+    TempDir::new(&format!("detect-{what}"))
 }
 
 /// How a peer is run: program and leading arguments, then `MODE HOST:PORT:WEIGHT...`;
@@ -186,20 +153,7 @@ fn read_through_profile(peer: &str, set: &Setting, s: &Servers, keys: &[String],
     for o in &opts {
         args.extend(["--peer-option", o.as_str()]);
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin
-                .take()
-                .expect("stdin")
-                .write_all(keys.join("\n").as_bytes())?;
-            c.wait_with_output()
-        })
-        .expect("memshard get");
+    let out = memshard_in(&args, keys.join("\n").as_bytes());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -322,20 +276,6 @@ impl Driver {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-}
-
-fn memshard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run memshard")
-}
-
-fn write_file(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write file");
-    path_string(&p)
 }
 
 /// `memshard detect --json` with `args`: the parsed document.
@@ -481,7 +421,7 @@ fn run_peer(peer: &str, make: impl FnOnce(&Path) -> Option<Driver>, settings: &[
     if !require("memcached") {
         return;
     }
-    let tmp = TempDir::new(&format!("{peer}-{:x}", fastrand::u64(..)));
+    let tmp = temp_dir(&format!("{peer}-{:x}", fastrand::u64(..)));
     let Some(driver) = make(&tmp.0) else {
         return;
     };
@@ -558,34 +498,12 @@ fn pylibmc(_: &Path) -> Option<Driver> {
 }
 
 fn spymemcached(tmp: &Path) -> Option<Driver> {
-    let (Some(javac), Some(java)) = (program("javac"), program("java")) else {
-        return missing("spymemcached", "javac/java are not installed");
+    let cmd = match drivers::spymemcached(tmp, &script("SpyDetect.java"), "SpyDetect") {
+        Ok(cmd) => cmd,
+        Err(why) => return missing("spymemcached", &why),
     };
-    if !Path::new(SPY_JAR).is_file() {
-        return missing("spymemcached", &format!("{SPY_JAR} is missing"));
-    }
-    let classes = tmp.join("spy");
-    let out = Command::new(&javac)
-        .args(["-J-XX:-UsePerfData", "-nowarn", "-d"])
-        .arg(&classes)
-        .args(["-cp", SPY_JAR])
-        .arg(script("SpyDetect.java"))
-        .output()
-        .expect("run javac");
-    assert!(
-        out.status.success(),
-        "javac: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     Some(Driver {
-        cmd: vec![
-            path_string(&java),
-            "-XX:-UsePerfData".into(),
-            "-XX:TieredStopAtLevel=1".into(),
-            "-cp".into(),
-            format!("{SPY_JAR}:{}", path_string(&classes)),
-            "SpyDetect".into(),
-        ],
+        cmd,
         env: vec![],
         weights: false,
     })
@@ -648,32 +566,12 @@ fn pymemcache(_: &Path) -> Option<Driver> {
 }
 
 fn gomemcache(tmp: &Path) -> Option<Driver> {
-    let Some(go) = program("go") else {
-        return missing("gomemcache", "go is not installed");
+    let bin = match drivers::gomemcache(tmp, &script("gomemcache_detect.go"), "gomemcache_detect") {
+        Ok(bin) => bin,
+        Err(why) => return missing("gomemcache", &why),
     };
-    if !Path::new(GOMEMCACHE_SRC).is_dir() {
-        return missing("gomemcache", &format!("{GOMEMCACHE_SRC} is missing"));
-    }
-    let bin = tmp.join("gomemcache_detect");
-    let out = Command::new(&go)
-        .arg("build")
-        .arg("-o")
-        .arg(&bin)
-        .arg(script("gomemcache_detect.go"))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", "/usr/share/gocode")
-        .env("GOFLAGS", "")
-        .env("GOPROXY", "off")
-        .env("GOCACHE", tmp.join("gocache"))
-        .output()
-        .expect("run go build");
-    assert!(
-        out.status.success(),
-        "go build: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     Some(Driver {
-        cmd: vec![path_string(&bin)],
+        cmd: vec![bin],
         env: vec![],
         weights: false,
     })
@@ -832,7 +730,7 @@ fn detect_finds_nutcracker_ketama() {
     if !require("memcached") || !require("nutcracker") {
         return;
     }
-    let tmp = TempDir::new(&format!("nutcracker-{:x}", fastrand::u64(..)));
+    let tmp = temp_dir(&format!("nutcracker-{:x}", fastrand::u64(..)));
     for (mode, hash, describe) in [
         ("ketama", None, "distribution: ketama"),
         ("ketama-murmur", Some("murmur"), "ketama, hash: murmur"),
@@ -942,7 +840,7 @@ fn crawler_busy_fake() -> String {
 /// detect counts the three keys the server holds, once each.
 #[test]
 fn a_busy_or_short_dump_is_read_again() {
-    let tmp = TempDir::new(&format!("busy-{:x}", fastrand::u64(..)));
+    let tmp = temp_dir(&format!("busy-{:x}", fastrand::u64(..)));
     let list = write_file(&tmp.0, "busy.txt", &format!("{}\n", crawler_busy_fake()));
     let doc = detect_json(&["--servers", &list]);
     assert_eq!(doc["keys"].as_u64(), Some(3), "{doc}");
@@ -985,7 +883,7 @@ fn detect_names_a_refused_metadump_and_key_file_finds_the_keys() {
     if !require("memcached") {
         return;
     }
-    let tmp = TempDir::new(&format!("refused-{:x}", fastrand::u64(..)));
+    let tmp = temp_dir(&format!("refused-{:x}", fastrand::u64(..)));
     let open = Memcached::start(IPS[0], 0, "");
     let closed = Memcached::start(IPS[1], 0, "-o no_lru_crawler");
     let list = format!("{}\n{}\n", open.addr(), closed.addr());

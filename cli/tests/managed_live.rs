@@ -7,13 +7,16 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
+use common::TempDir;
 use common::servers::{Memcached, Owned};
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::describe;
 
 const FAKE_IP: &str = "127.0.32.9";
 
@@ -56,66 +59,19 @@ fn serve(dir: &Path, body: &str) {
 }
 
 fn memshard(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memshard"));
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("memshard runs");
-    {
-        use std::io::Write;
-        let mut input = child.stdin.take().expect("stdin");
-        input.write_all(stdin.as_bytes()).expect("stdin written");
-    }
-    child.wait_with_output().expect("memshard ends")
+    support::memshard_with(args, stdin.as_bytes(), env)
 }
 
 /// `memshard ARGS` with `stdin`, which must succeed: its lines of output (hits, for `get`).
 fn hits(args: &[&str], stdin: &str) -> usize {
     let o = memshard(args, stdin, &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     String::from_utf8_lossy(&o.stdout).lines().count()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 struct Cluster {
     nodes: Vec<Memcached>,
-    dir: tempdir::Dir,
-}
-
-mod tempdir {
-    use std::path::{Path, PathBuf};
-    pub struct Dir(PathBuf);
-    impl Dir {
-        pub fn new(tag: &str) -> Dir {
-            let p = std::env::temp_dir().join(format!(
-                "memshard-managed-{tag}-{}-{:?}",
-                std::process::id(),
-                std::time::SystemTime::now()
-            ));
-            std::fs::create_dir_all(&p).expect("temp dir");
-            Dir(p)
-        }
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    dir: TempDir,
 }
 
 impl Cluster {
@@ -125,7 +81,7 @@ impl Cluster {
             .collect();
         Cluster {
             nodes,
-            dir: tempdir::Dir::new(tag),
+            dir: TempDir::new(&format!("managed-{tag}")),
         }
     }
 
@@ -182,13 +138,13 @@ fn discovered_nodes_hold_the_keys_route_names() {
         let keys: Vec<String> = (0..200).map(|i| format!("{flavor}:key:{i}")).collect();
         let lines: String = keys.iter().map(|k| format!("{k}\tv-{k}\n")).collect();
         let set = memshard(&["set", "--discover", &ep, "--flavor", flavor], &lines, &[]);
-        assert!(set.status.success(), "{flavor}: {}", text(&set));
+        assert!(set.status.success(), "{flavor}: {}", describe(&set));
         let routed = memshard(
             &["route", "--discover", &ep, "--flavor", flavor],
             &keys.join("\n"),
             &[],
         );
-        assert!(routed.status.success(), "{}", text(&routed));
+        assert!(routed.status.success(), "{}", describe(&routed));
         let mut used = std::collections::BTreeSet::new();
         for line in String::from_utf8_lossy(&routed.stdout).lines() {
             let (key, addr) = line.split_once('\t').expect("KEY<TAB>ADDR");
@@ -242,7 +198,7 @@ fn modulo_placement_follows_the_reply_order() {
             &keys,
             &[],
         );
-        assert!(o.status.success(), "{}", text(&o));
+        assert!(o.status.success(), "{}", describe(&o));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let a = route(&[0, 1, 2]);
@@ -300,7 +256,7 @@ fn bench_follows_a_newer_version_and_ignores_an_older_one() {
         &[],
     );
     let first = changer.join().expect("changer");
-    let out = text(&o);
+    let out = describe(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("wrong values: 0"), "{out}");
     assert!(out.contains("errors: 0"), "{out}");
@@ -362,7 +318,7 @@ fn legacy_and_memorystore_endpoints_give_the_nodes() {
             keys,
             &[],
         );
-        assert!(o.status.success(), "{mode}: {}", text(&o));
+        assert!(o.status.success(), "{mode}: {}", describe(&o));
         outs.push(String::from_utf8_lossy(&o.stdout).into_owned());
     }
     assert_eq!(outs[0], outs[1]);
@@ -379,11 +335,11 @@ fn legacy_and_memorystore_endpoints_give_the_nodes() {
         keys,
         &[],
     );
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", describe(&o));
     assert!(
-        text(&o).contains("give a cluster configuration endpoint"),
+        describe(&o).contains("give a cluster configuration endpoint"),
         "{}",
-        text(&o)
+        describe(&o)
     );
 }
 
@@ -423,20 +379,18 @@ fn malformed_replies_fail_with_their_error() {
             "",
             &[],
         );
-        assert!(!o.status.success(), "{body:?}: {}", text(&o));
+        assert!(!o.status.success(), "{body:?}: {}", describe(&o));
         assert!(
-            text(&o).contains(says),
+            describe(&o).contains(says),
             "{body:?} should say {says:?}: {}",
-            text(&o)
+            describe(&o)
         );
     }
 }
 
 /// A server list in `dir` naming `addr` alone: its path.
-fn server_list(dir: &tempdir::Dir, addr: &str) -> String {
-    let path = dir.path().join("servers.txt");
-    fs::write(&path, format!("{addr}\n")).expect("servers");
-    path.to_str().expect("utf-8 path").to_owned()
+fn server_list(dir: &TempDir, addr: &str) -> String {
+    dir.file("servers.txt", &format!("{addr}\n"))
 }
 
 /// The servers of the list at `servers`, logged in to the MemCachier way with the credentials
@@ -457,7 +411,7 @@ fn memcachier_auth(servers: &str) -> [&str; 6] {
 #[test]
 fn memcachier_login_through_the_cli() {
     let backend = Memcached::start(Ipv4Addr::new(127, 0, 32, 5), 0, "");
-    let dir = tempdir::Dir::new("memcachier");
+    let dir = TempDir::new("managed-memcachier");
     let (_front, port) = start_fake(
         "memcachier_front.py",
         &[
@@ -481,9 +435,9 @@ fn memcachier_login_through_the_cli() {
         "",
         &good,
     );
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let o = memshard(&[&["get"][..], &auth, &["greeting"]].concat(), "", &good);
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "greeting\thello\n");
     assert_eq!(backend.raw_get(b"greeting").as_deref(), Some(&b"hello"[..]));
     assert_eq!(
@@ -494,29 +448,29 @@ fn memcachier_login_through_the_cli() {
     // a wrong password: refused, non-zero, and the password is not printed
     let bad = [("MC_AUTH", "app-7:wr0ng-pass")];
     let o = memshard(&[&["get"][..], &auth, &["greeting"]].concat(), "", &bad);
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", describe(&o));
     assert!(
-        text(&o).contains("MemCachier refused the credentials"),
+        describe(&o).contains("MemCachier refused the credentials"),
         "{}",
-        text(&o)
+        describe(&o)
     );
     assert!(
-        !text(&o).contains("-Y"),
+        !describe(&o).contains("-Y"),
         "not memcached's auth file: {}",
-        text(&o)
+        describe(&o)
     );
-    assert!(!text(&o).contains("wr0ng-pass"), "{}", text(&o));
+    assert!(!describe(&o).contains("wr0ng-pass"), "{}", describe(&o));
     // a load run whose every request is refused fails, with the refusal
     let o = memshard(
         &[&["bench"][..], &auth, &["--ops", "20", "--threads", "1"]].concat(),
         "",
         &bad,
     );
-    assert!(!o.status.success(), "bench exited 0: {}", text(&o));
+    assert!(!o.status.success(), "bench exited 0: {}", describe(&o));
     assert!(
-        text(&o).contains("MemCachier refused the credentials"),
+        describe(&o).contains("MemCachier refused the credentials"),
         "{}",
-        text(&o)
+        describe(&o)
     );
     // the memcached -Y scheme is not MemCachier's login
     let o = memshard(
@@ -531,12 +485,16 @@ fn memcachier_login_through_the_cli() {
         "",
         &good,
     );
-    assert!(!o.status.success(), "{}", text(&o));
-    assert!(!text(&o).contains("s3cret"), "{}", text(&o));
+    assert!(!o.status.success(), "{}", describe(&o));
+    assert!(!describe(&o).contains("s3cret"), "{}", describe(&o));
     // without credentials: the server's demand, not a value
     let o = memshard(&["get", "--servers", servers, "greeting"], "", &[]);
-    assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("requires authentication"), "{}", text(&o));
+    assert!(!o.status.success(), "{}", describe(&o));
+    assert!(
+        describe(&o).contains("requires authentication"),
+        "{}",
+        describe(&o)
+    );
     assert_eq!(backend.raw_get(b"app-7"), None);
 }
 
@@ -545,7 +503,7 @@ fn memcachier_login_through_the_cli() {
 #[test]
 fn a_memcachier_login_to_a_plain_memcached_leaves_no_secret() {
     let plain = Memcached::start(Ipv4Addr::new(127, 0, 32, 7), 0, "");
-    let dir = tempdir::Dir::new("memcachier-plain");
+    let dir = TempDir::new("managed-memcachier-plain");
     let servers = server_list(&dir, &plain.addr());
     let auth = memcachier_auth(&servers);
     let env = [("MC_AUTH", "app-7:s3cret pw")];
@@ -554,7 +512,7 @@ fn a_memcachier_login_to_a_plain_memcached_leaves_no_secret() {
         "",
         &env,
     );
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     assert_eq!(plain.raw_get(b"greeting").as_deref(), Some(&b"hello"[..]));
     let logins = plain.stat("cmd_set");
     assert!(
@@ -573,13 +531,13 @@ fn request_caps_split_a_long_get() {
     use common::proxy::FaultProxy;
     let m = Memcached::start(Ipv4Addr::new(127, 0, 32, 6), 0, "");
     let proxy = FaultProxy::start(m.sock());
-    let dir = tempdir::Dir::new("caps");
+    let dir = TempDir::new("managed-caps");
     let servers = server_list(&dir, &proxy.addr_string());
     let servers = servers.as_str();
     let keys: Vec<String> = (0..50).map(|i| format!("capped:key:{i}")).collect();
     let lines: String = keys.iter().map(|k| format!("{k}\tv\n")).collect();
     let o = memshard(&["set", "--servers", servers], &lines, &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let asked = |protocol: &str, caps: &[&str]| -> Vec<String> {
         proxy.state.start_recording();
         let mut args = vec!["get", "--servers", servers, "--protocol", protocol];
@@ -633,7 +591,7 @@ fn request_caps_split_a_long_get() {
         "",
         &[],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
 }
 
 /// Where the AWS cluster clients put each key of a cluster they discovered
@@ -643,7 +601,7 @@ fn request_caps_split_a_long_get() {
 #[test]
 fn discovered_clusters_are_placed_as_the_aws_clients_place_them() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compat-vectors/aws-discovery");
-    let dir = tempdir::Dir::new("vectors");
+    let dir = TempDir::new("managed-vectors");
     let (_fake, port) = start_fake(
         "elasticache_config.py",
         &[
@@ -682,7 +640,7 @@ fn discovered_clusters_are_placed_as_the_aws_clients_place_them() {
                 &input,
                 &[],
             );
-            assert!(o.status.success(), "{}: {}", case.display(), text(&o));
+            assert!(o.status.success(), "{}: {}", case.display(), describe(&o));
             let got = String::from_utf8_lossy(&o.stdout);
             let wrong = got
                 .lines()

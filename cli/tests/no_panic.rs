@@ -19,6 +19,8 @@
 //! test servers use 127.0.0.1 and 127.[1-254].x.y) or on a unix socket path that does not
 //! exist, so every connection attempt is refused at once.
 
+mod support;
+
 use memshard::Expiry;
 use memshard::config;
 use memshard::hash::KEY_HASHES;
@@ -27,7 +29,6 @@ use memshard::{
     Ring, RingError, Server, SettingError,
 };
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::process::Command;
 use std::time::Duration;
 
 /// splitmix64: small, seedable, good enough to pick settings.
@@ -790,16 +791,12 @@ fn libmemcached_config_extremes() {
 // ---------------------------------------------------------------------------------------
 
 fn memshard(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .output()
-        .expect("run memshard");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (code, _, stderr) = support::parts(&support::memshard(args));
     assert!(
         !stderr.contains("panicked"),
         "memshard {args:?} panicked:\n{stderr}"
     );
-    (out.status.code().unwrap_or(-1), stderr)
+    (code, stderr)
 }
 
 fn servers_file() -> std::path::PathBuf {

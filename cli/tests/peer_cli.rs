@@ -1,49 +1,19 @@
 //! `--peer` and `--peer-option` on the command line, and the tag audit following the flavor:
 //! no servers needed (`route` and `plan` place keys without connecting).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod support;
 
-/// A directory removed on drop.
-struct Dir(PathBuf);
+use common::TempDir;
 
-impl Dir {
-    fn new(what: &str) -> Dir {
-        let d =
-            std::env::temp_dir().join(format!("memshard-peer-cli-{what}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        Dir(d)
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).expect("write");
-        path(&p)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn path(p: &Path) -> String {
-    p.to_str().expect("UTF-8 path").to_owned()
+fn dir(what: &str) -> TempDir {
+    TempDir::new(&format!("peer-cli-{what}"))
 }
 
 /// Exit code, standard output, standard error.
 fn memshard(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .output()
-        .expect("run memshard");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support::parts(&support::memshard(args))
 }
 
 const SERVERS: &str = "127.0.0.1:21001\n127.0.0.1:21002\n127.0.0.1:21003\n127.0.0.1:21004\n";
@@ -65,7 +35,7 @@ fn route(list: &str, extra: &[&str]) -> String {
 /// `--peer NAME` places as that peer at its defaults; its options as the peer spells them.
 #[test]
 fn a_peer_places_as_its_defaults_and_its_options_say() {
-    let dir = Dir::new("route");
+    let dir = dir("route");
     let list = dir.file("servers.txt", SERVERS);
     let cases: &[(&[&str], &[&str])] = &[
         (
@@ -135,7 +105,7 @@ fn a_peer_places_as_its_defaults_and_its_options_say() {
 /// An explicit --flavor, --hash or --codec with --peer is an error, as are unknown options.
 #[test]
 fn conflicts_and_unknown_options_are_refused() {
-    let dir = Dir::new("conflicts");
+    let dir = dir("conflicts");
     let list = dir.file("servers.txt", SERVERS);
     for extra in [&["--flavor", "libmemcached"][..], &["--hash", "md5"]] {
         let mut args = vec!["route", "--servers", &list, "--peer", "php-memcached"];
@@ -188,7 +158,7 @@ fn conflicts_and_unknown_options_are_refused() {
 /// The aliases keep their meaning and say so, once per run.
 #[test]
 fn the_peer_named_flavors_warn_once() {
-    let dir = Dir::new("alias");
+    let dir = dir("alias");
     let list = dir.file("servers.txt", SERVERS);
     for (alias, option) in [
         ("php-memcached", "OPT_LIBKETAMA_COMPATIBLE"),
@@ -229,7 +199,7 @@ fn the_peer_named_flavors_warn_once() {
 /// has no pile-up to report; twemproxy with `hash_tag: "{}"` has the real one.
 #[test]
 fn the_tag_audit_follows_the_flavor() {
-    let dir = Dir::new("tags");
+    let dir = dir("tags");
     let mut keys = String::new();
     for i in 0..6_000 {
         keys.push_str(&format!("order:{{acme}}:{i}\n"));

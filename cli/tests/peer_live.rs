@@ -15,14 +15,17 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::servers::{Cluster, program};
+use common::{TempDir, hex};
 use memshard::peer::Peer;
 use memshard::value::{Value, ValueError};
 use memshard::{Client, Error};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use support::{memshard_in, parts};
 
 /// Keys the PHP app writes.
 const N: usize = 200;
@@ -43,10 +46,6 @@ fn php() -> Option<PathBuf> {
         return skip("php's memcached extension is not loaded");
     }
     Some(php)
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Runs the defaults driver (`write` mode) with `lines` on its standard input; every line of
@@ -107,26 +106,8 @@ fn found(client: &Client, items: &[(String, String)]) -> usize {
         .count()
 }
 
-fn memshard(args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run memshard");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("keys to memshard");
-    let out = child.wait_with_output().expect("memshard output");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+fn memshard(args: &[&str], stdin: &str) -> (i32, String, String) {
+    parts(&memshard_in(args, stdin.as_bytes()))
 }
 
 #[test]
@@ -157,17 +138,14 @@ fn php_memcached_at_its_defaults_is_read_whole_by_its_profile() {
     assert!(trap < N, "the default flavor read all {N}: no trap shown");
 
     // The command line, keys on standard input.
-    let dir = std::env::temp_dir().join(format!("memshard-peer-live-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let list = dir.join("servers.txt");
-    std::fs::write(&list, format!("{servers}\n")).expect("server list file");
-    let list = list.to_str().expect("UTF-8 path");
+    let dir = TempDir::new("peer-live");
+    let list = &dir.file("servers.txt", &format!("{servers}\n"));
     let stdin: String = items.iter().map(|(k, _)| format!("{k}\n")).collect();
-    let (ok, out, err) = memshard(
+    let (code, out, err) = memshard(
         &["get", "--servers", list, "--peer", "php-memcached"],
         &stdin,
     );
-    assert!(ok, "{err}");
+    assert_eq!(code, 0, "{err}");
     let expected: String = items.iter().map(|(k, v)| format!("{k}\t{v}\n")).collect();
     assert_eq!(out, expected, "{err}");
     assert!(
@@ -187,7 +165,6 @@ fn php_memcached_at_its_defaults_is_read_whole_by_its_profile() {
             && warnings[0].contains("--peer php-memcached"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 
     // A PHP array, as php-memcached stores it at its defaults: serialize(), flags 4.
     let set_array = "$m = new Memcached(); \

@@ -4,54 +4,14 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
+use common::TempFile;
 use common::servers::{Memcached, require};
 use memshard::{Flavor, KeyHash, Ring};
-use std::io::Write;
 use std::net::Ipv4Addr;
-use std::process::{Command, Output, Stdio};
-
-fn memshard(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run memshard");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
-    child.wait_with_output().expect("memshard output")
-}
-
-/// A file removed on drop.
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(name: &str, text: &str) -> TempFile {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!(
-            "memshard-routes-cli-{}-{n}-{name}",
-            std::process::id()
-        ));
-        std::fs::write(&p, text).expect("write temp file");
-        TempFile(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("utf-8 temp path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use std::process::Output;
+use support::memshard_in as memshard;
 
 /// Servers on 127.0.19.`first`.. (free ports).
 fn servers(first: u8, n: u8) -> Vec<Memcached> {

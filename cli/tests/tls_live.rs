@@ -19,24 +19,26 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 #[path = "../../tests/common/tls.rs"]
 mod tls;
 #[path = "../../tests/common/tls_clients.rs"]
 mod tls_clients;
 
 use common::servers::{Memcached, require};
-use common::{decode, value_for};
+use common::{decode, path_string, value_for};
 use memshard::{
     AuthProblem, Credentials, DeleteOutcome, Error, FailurePolicy, Flavor, Ring, SettingError,
     StoreOutcome, TlsConfig, TlsProblem, aio, parse_server_list,
 };
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use support::describe;
 use tls::{NAME, Restartable, Spec, USER, certs, ip};
 use tls_clients::{Kind, client, try_client};
 
@@ -772,21 +774,7 @@ fn assert_no_secret(text: &str, what: &str) {
 }
 
 fn memshard_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_memshard"));
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run memshard")
-}
-
-fn text_of(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    support::memshard_with(args, b"", env)
 }
 
 async fn failed_logins_print_no_secret<C: Kind>(s: &Shared) {
@@ -837,15 +825,15 @@ fn the_password_never_appears_in_any_output() {
     // the CLI
     let wrong_file = c.dir.join("auth-wrong");
     std::fs::write(&wrong_file, format!("{USER}:not-the-password\n")).unwrap();
-    let (right_path, wrong_path) = (path_str(&c.auth_file), path_str(&wrong_file));
+    let (right_path, wrong_path) = (path_string(&c.auth_file), path_string(&wrong_file));
     let right_env = format!("{USER}:{}", c.password);
     let wrong_env = format!("{USER}:not-the-password");
-    let ca = path_str(&c.ca);
+    let ca = path_string(&c.ca);
     let mut runs = 0;
     for (server, tls) in [(&s.auth, false), (&s.tls_auth, true)] {
         let list = c.dir.join(format!("servers-{}", server.port));
         std::fs::write(&list, format!("{}\n", server.addr())).unwrap();
-        let list = path_str(&list);
+        let list = path_string(&list);
         let mut base = vec!["--servers", list.as_str()];
         if tls {
             base.extend(["--tls", "--tls-ca", ca.as_str(), "--tls-name", NAME]);
@@ -860,7 +848,7 @@ fn the_password_never_appears_in_any_output() {
         let auth_env = ("MEMSHARD_TEST_AUTH", right_env.as_str());
         let bad_env = ("MEMSHARD_TEST_AUTH", wrong_env.as_str());
         let set = run("set", &["--auth-file", &right_path, &key, "cli-value"], &[]);
-        assert!(set.status.success(), "{}", text_of(&set));
+        assert!(set.status.success(), "{}", describe(&set));
         let outs = [
             (
                 "get --auth-file (right)",
@@ -894,7 +882,7 @@ fn the_password_never_appears_in_any_output() {
             ("set", set, true),
         ];
         for (what, out, served) in outs {
-            let text = text_of(&out);
+            let text = describe(&out);
             assert_no_secret(&text, what);
             let stdout = String::from_utf8_lossy(&out.stdout);
             if served {
@@ -912,10 +900,6 @@ fn the_password_never_appears_in_any_output() {
         }
     }
     println!("{runs} CLI runs, none printed a password");
-}
-
-fn path_str(p: &Path) -> String {
-    p.to_str().expect("UTF-8 path").to_string()
 }
 
 // ---------------------------------------------------------------------------------------

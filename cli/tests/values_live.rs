@@ -30,17 +30,19 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::servers::{Memcached, program, require};
+use common::{TempDir, drivers, path_string, runs, skip as missing};
 use serde_json::Value as J;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use support::memshard;
 
 const IP: Ipv4Addr = Ipv4Addr::new(127, 0, 25, 1);
-const SPY_JAR: &str = "/usr/share/java/spymemcached.jar";
 const UTF8: &str = "h\u{e9}llo w\u{f6}rld \u{2713} \u{65e5}\u{672c}\u{8a9e} \u{1f680}";
 
 // ---------------------------------------------------------------------------------------
@@ -299,25 +301,6 @@ fn values_dir() -> PathBuf {
     common::repo_root().join("tests/values")
 }
 
-/// A peer is missing: a failure under CI, else a loud skip.
-fn missing(peer: &str, why: &str) {
-    common::skip(peer, why);
-}
-
-fn runs(program: &Path, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn path_string(p: &Path) -> String {
-    p.to_str().expect("UTF-8 path").to_owned()
-}
-
 /// The peers installed here, their drivers ready (spymemcached's compiled into `tmp`).
 fn peers(tmp: &Path) -> Vec<Peer> {
     let script = |f: &str| path_string(&values_dir().join(f));
@@ -364,32 +347,14 @@ fn peers(tmp: &Path) -> Vec<Peer> {
         None => missing("dalli", "ruby is not installed"),
     }
 
-    match (program("javac"), program("java")) {
-        (Some(javac), Some(java)) if Path::new(SPY_JAR).is_file() => {
-            // compiled once; one JVM per direction
-            let classes = tmp.join("spy");
-            let ok = Command::new(&javac)
-                .args(["-J-XX:-UsePerfData", "-nowarn", "-d"])
-                .arg(&classes)
-                .args(["-cp", SPY_JAR])
-                .arg(values_dir().join("SpyValues.java"))
-                .status()
-                .expect("run javac");
-            assert!(ok.success(), "javac SpyValues.java failed");
-            peers.push(Peer {
-                name: "spymemcached",
-                codec: "spymemcached",
-                cmd: vec![
-                    path_string(&java),
-                    "-XX:-UsePerfData".into(),
-                    "-cp".into(),
-                    format!("{SPY_JAR}:{}", path_string(&classes)),
-                    "SpyValues".into(),
-                ],
-            });
-        }
-        (Some(_), Some(_)) => missing("spymemcached", &format!("{SPY_JAR} is missing")),
-        _ => missing("spymemcached", "javac/java are not installed"),
+    // Compiled once; one JVM per direction.
+    match drivers::spymemcached(tmp, &script("SpyValues.java"), "SpyValues") {
+        Ok(cmd) => peers.push(Peer {
+            name: "spymemcached",
+            codec: "spymemcached",
+            cmd,
+        }),
+        Err(why) => missing("spymemcached", &why),
     }
 
     match program("node") {
@@ -416,14 +381,6 @@ fn peers(tmp: &Path) -> Vec<Peer> {
 // ---------------------------------------------------------------------------------------
 // memshard's side
 // ---------------------------------------------------------------------------------------
-
-fn memshard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memshard"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run memshard")
-}
 
 fn stderr_line(out: &Output) -> String {
     let e = String::from_utf8_lossy(&out.stderr);
@@ -1128,24 +1085,12 @@ fn php_increment(peer: &Peer, addr: &str, servers: &str, outcomes: &mut Vec<Outc
     });
 }
 
-// ---------------------------------------------------------------------------------------
-
-/// A directory removed on drop.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn values_cross_between_memshard_and_the_real_peers_both_ways() {
     if !require("memcached") {
         return;
     }
-    let tmp = TempDir(std::env::temp_dir().join(format!("memshard-values-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0).expect("temp dir");
+    let tmp = TempDir::new("values");
     let peers = peers(&tmp.0);
     if peers.is_empty() {
         common::skip("values_live", "no peer is installed");

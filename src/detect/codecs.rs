@@ -64,4 +64,22 @@ mod tests {
         assert!(ranked.iter().all(|(c, _)| *c != Codec::Raw));
         assert!(CodecTally::new().ranked().is_empty());
     }
+
+    /// Plain bytes under flags 0 read for several codecs once each: a tie, kept in
+    /// `Codec::ALL` order.
+    #[test]
+    fn ties_keep_the_codecs_order() {
+        let mut t = CodecTally::new();
+        t.observe(0, b"hello");
+        let ranked = t.ranked();
+        assert!(ranked.len() > 1, "{ranked:?}");
+        let position = |c: Codec| Codec::ALL.iter().position(|&x| x == c);
+        assert!(
+            ranked
+                .windows(2)
+                .all(|w| position(w[0].0) < position(w[1].0)),
+            "{ranked:?}"
+        );
+        assert!(ranked.iter().all(|&(_, n)| n == 1), "{ranked:?}");
+    }
 }

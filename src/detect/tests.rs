@@ -151,3 +151,49 @@ fn groups_are_the_candidates_that_place_every_key_alike() {
         }
     }
 }
+
+/// Ties keep [`candidates`] order, so the first listed of equally good placements (a peer's
+/// default hash before the hashes it offers) is the one named first.
+#[test]
+fn ties_keep_the_candidates_order() {
+    let list = vec![Server::new("10.0.0.1", 11211)];
+    let mut d = Detector::new(&list).expect("detector");
+    d.observe(b"k", 0);
+    let ranked: Vec<Candidate> = d.detection().scores.iter().map(|s| s.candidate).collect();
+    assert_eq!(ranked, candidates());
+}
+
+/// The share is the fraction of keys a candidate placed where they are; with no key nothing
+/// contradicts any candidate.
+#[test]
+fn share_is_agreement_over_keys_and_whole_with_no_key() {
+    let list = servers();
+    let d = Detector::new(&list).expect("detector");
+    let det = d.detection();
+    assert_eq!(det.share(&det.scores[0]), 1.0);
+    let mut d = Detector::new(&list).expect("detector");
+    let ring = Ring::new(list.clone(), Flavor::Libmemcached).expect("ring");
+    let keys = keys(4);
+    for (i, k) in keys.iter().enumerate() {
+        let on = ring.route(k).expect("a server");
+        d.observe(k, if i == 0 { (on + 1) % 4 } else { on });
+    }
+    let det = d.detection();
+    let truth = det
+        .scores
+        .iter()
+        .find(|s| s.candidate.flavor == Flavor::Libmemcached && s.candidate.hash == KeyHash::Md5)
+        .expect("libmemcached with md5 is a candidate");
+    assert_eq!(det.share(truth), 0.75);
+}
+
+/// The server count is the list's, for the plain and the per-flavor constructor.
+#[test]
+fn server_count_is_the_lists_length() {
+    assert_eq!(
+        Detector::new(&servers()).expect("detector").server_count(),
+        4
+    );
+    let one = Detector::per_flavor(|_| vec![Server::new("10.0.0.1", 11211)]).expect("detector");
+    assert_eq!(one.server_count(), 1);
+}

@@ -157,6 +157,55 @@ mod tests {
     /// Every write a peer made (value-vectors/*.json): the peer's codec is among the
     /// candidates whenever it reads the value as a value, and first whenever the value is a
     /// structure or a serialized object (what only that peer writes that way).
+    /// Each layout's name, by codec and flags: what a misread's message calls the value.
+    #[test]
+    fn layout_names_follow_each_peers_flags() {
+        use Codec as C;
+        let table: &[(Codec, u32, &str)] = &[
+            (C::Memshard, 0, "plain"),
+            (C::Memshard, 6, "JSON"),
+            (C::Raw, 6, "JSON"),
+            (C::PhpMemcached, 0, "string"),
+            (C::PhpMemcached, 1, "long"),
+            (C::PhpMemcached, 2, "double"),
+            (C::PhpMemcached, 3, "bool"),
+            (C::PhpMemcached, 0x14, "serialized"),
+            (C::PhpMemcached, 5, "igbinary"),
+            (C::PhpMemcached, 6, "JSON"),
+            (C::PhpMemcached, 7, "msgpack"),
+            (C::PhpMemcached, 8, "unknown-type"),
+            (C::Pylibmc, 1, "pickled"),
+            (C::Pylibmc, 2 | 8, "bool"),
+            (C::Pylibmc, 4, "int"),
+            (C::Pylibmc, 16, "str"),
+            (C::Pylibmc, 0, "bytes"),
+            (C::Dalli, 0, "raw"),
+            (C::Dalli, 2, "raw"),
+            (C::Dalli, 3, "serialized"),
+            (C::Spymemcached, 0x201, "serialized"),
+            (C::Spymemcached, 0, "String"),
+            (C::Spymemcached, 0x100, "Boolean"),
+            (C::Spymemcached, 0x200, "Integer"),
+            (C::Spymemcached, 0x300, "Long"),
+            (C::Spymemcached, 0x400, "Date"),
+            (C::Spymemcached, 0x500, "Byte"),
+            (C::Spymemcached, 0x600, "Float"),
+            (C::Spymemcached, 0x700, "Double"),
+            (C::Spymemcached, 0x800, "byte[]"),
+            (C::NodeMemcached, 2, "JSON"),
+            (C::NodeMemcached, 4, "Buffer"),
+            (C::NodeMemcached, 8, "number"),
+            (C::NodeMemcached, 0, "string"),
+        ];
+        for &(codec, flags, name) in table {
+            assert_eq!(
+                layout_name(codec, flags),
+                name,
+                "{codec:?} flags {flags:#x}"
+            );
+        }
+    }
+
     #[test]
     fn each_peers_writes_sniff_as_that_peer() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("value-vectors");

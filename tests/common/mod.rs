@@ -2,12 +2,15 @@
 //! Used by the library's tests (`tests/`) and the CLI's (`cli/tests/`, through `#[path]`).
 #![allow(dead_code)]
 
+pub mod drivers;
 pub mod libmemcached;
 pub mod proxy;
 pub mod servers;
 pub mod silent;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A test that cannot run here because `what` is missing: a failure when `CI` is set (the
@@ -32,6 +35,107 @@ pub fn repo_root() -> PathBuf {
         dir.to_path_buf()
     } else {
         dir.parent().expect("cli/ has a parent").to_path_buf()
+    }
+}
+
+/// `rel` below the repository's root, as a string for a command line.
+pub fn repo_file(rel: &str) -> String {
+    path_string(&repo_root().join(rel))
+}
+
+/// A path as a command-line argument: the tests only make UTF-8 paths.
+pub fn path_string(p: &Path) -> String {
+    p.to_str().expect("UTF-8 path").to_owned()
+}
+
+/// Whether `program args` exits with success, its output thrown away: probes for a peer or a
+/// module, which must not wait on the test's standard input.
+pub fn runs(program: impl AsRef<OsStr>, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// [`skip`] where the caller hands back what it could not make.
+pub fn missing<T>(what: &str, why: &str) -> Option<T> {
+    skip(what, why);
+    None
+}
+
+/// Lower-case hex, as the peers' drivers take keys and values on their command lines.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The bytes [`hex`] spells; anything else fails the test.
+pub fn unhex(s: &str) -> Vec<u8> {
+    assert!(s.len().is_multiple_of(2), "odd hex {s:?}");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or_else(|_| panic!("hex {s:?}")))
+        .collect()
+}
+
+/// `memshard-NAME-PID` in the system's temporary directory, emptied on creation (a crashed run
+/// of the same pid leaves nothing behind) and removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("memshard-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `text` to `name` in the directory: its path, for a command line.
+    pub fn file(&self, name: &str, text: &str) -> String {
+        write_file(&self.0, name, text)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes `text` to `dir/name`: its path, for a command line.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    path_string(&p)
+}
+
+/// A file in the system's temporary directory, removed on drop; the counter keeps the files
+/// one test binary makes from meeting, the pid those of two binaries.
+pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str, text: &str) -> TempFile {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("memshard-{}-{n}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        TempFile(p)
+    }
+
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
