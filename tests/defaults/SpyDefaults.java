@@ -58,6 +58,14 @@ public class SpyDefaults {
     if (!(c.getNodeLocator() instanceof ArrayModNodeLocator)) {
       throw new IllegalStateException("locator is " + c.getNodeLocator().getClass());
     }
+    // At its defaults (FailureMode.Redistribute) spymemcached sends a key whose server is not
+    // connected yet to the next server in sequence (MemcachedConnection.addOperation): a
+    // miss on a loaded machine. Wait until every server is connected.
+    long deadline = System.currentTimeMillis() + 10_000;
+    while (c.getAvailableServers().size() < args.length - 1
+        && System.currentTimeMillis() < deadline) {
+      Thread.sleep(10);
+    }
     PrintStream out =
         new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
     BufferedReader in =

@@ -31,6 +31,14 @@ public class SpyDetect {
         ConnectionFactory cf = args[0].equals("ketama")
             ? new KetamaConnectionFactory() : new DefaultConnectionFactory();
         MemcachedClient mc = new MemcachedClient(cf, AddrUtil.getAddresses(addrs.toString().trim()));
+        // At its defaults (FailureMode.Redistribute) spymemcached sends a key whose server is
+        // not connected yet to the next server in sequence (MemcachedConnection.addOperation):
+        // a misplaced key on a loaded machine. Wait until every server is connected.
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (mc.getAvailableServers().size() < args.length - 1
+            && System.currentTimeMillis() < deadline) {
+            Thread.sleep(10);
+        }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         List<String> keys = new ArrayList<>();
         for (String line; (line = in.readLine()) != null; ) {
