@@ -1222,6 +1222,8 @@ mod tests {
             DalliSerializer::Json
         );
         assert!(!dalli.transcoder().dalli_options().compress);
+        let small = with(Peer::Dalli, &[("compression_min_size", "100")]);
+        assert_eq!(small.transcoder().dalli_options().compression_min_size, 100);
         let py = with(Peer::Pylibmc, &[("min_compress_len", "10")]);
         assert_eq!(py.transcoder().pylibmc_options().min_compress_len, 10);
         let spy = with(Peer::AwsJava, &[("compressionThreshold", "5")]);

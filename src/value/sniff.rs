@@ -322,7 +322,9 @@ mod tests {
         // node's numeric flag with text that is no number.
         assert!(!sniff(8, b"abc").contains(&Codec::NodeMemcached));
         assert!(sniff(8, b"42").contains(&Codec::NodeMemcached));
-        // A spymemcached Integer is four bytes at most.
+        // A spymemcached Integer is four bytes at most, a Boolean one byte.
         assert!(!sniff(0x200, b"12345").contains(&Codec::Spymemcached));
+        assert!(!sniff(0x100, b"11").contains(&Codec::Spymemcached));
+        assert!(!sniff(0x500, b"11").contains(&Codec::Spymemcached));
     }
 }
