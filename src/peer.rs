@@ -1264,6 +1264,48 @@ mod tests {
 
     /// The values that put a setting back, or that only confirm what the peer does anyway, are
     /// taken, not refused: a configuration copied as it is must not fail on them.
+    /// A profile made from a libmemcached configuration string keeps that string's own
+    /// decision (weights count there only after `--DISTRIBUTION=consistent`): servers given
+    /// apart, weighted, do not turn it weighted.
+    #[cfg(feature = "peer-config")]
+    #[test]
+    fn a_configurations_profile_keeps_its_own_weighting() {
+        let cfg = crate::config::libmemcached(
+            "--DISTRIBUTION=consistent --SERVER=10.0.0.1 --SERVER=10.0.0.2",
+        )
+        .expect("config");
+        assert_eq!(cfg.flavor, Flavor::LibmemcachedUnweighted);
+        let weighted = crate::parse_server_list("127.0.0.1:1 3\n127.0.0.1:2 1").expect("list");
+        assert_eq!(
+            PeerProfile::from(&cfg).flavor_for(&weighted),
+            Flavor::LibmemcachedUnweighted
+        );
+    }
+
+    /// pylibmc's `distribution` takes both of libmemcached's names; php-memcached's
+    /// compression factor is a finite number of at least 0.
+    #[test]
+    fn pylibmc_distributions_and_php_factors() {
+        let modula = with(
+            Peer::Pylibmc,
+            &[("distribution", "consistent"), ("distribution", "modula")],
+        );
+        assert_eq!(modula.flavor(), Flavor::LibmemcachedModula);
+        for bad in ["-1", "inf", "NaN", "x"] {
+            assert!(
+                PeerProfile::from(Peer::PhpMemcached)
+                    .option("memcached.compression_factor", bad)
+                    .is_err(),
+                "{bad}"
+            );
+        }
+        assert!(
+            PeerProfile::from(Peer::PhpMemcached)
+                .option("memcached.compression_factor", "0")
+                .is_ok()
+        );
+    }
+
     #[test]
     fn values_that_restore_or_confirm_a_default_are_taken() {
         let php = with(
