@@ -620,6 +620,31 @@ mod server_metric_tests {
         }
     }
 
+    /// A series records to the recorder installed when it records, not to the one that
+    /// answered before (two recorders alive at once: one at the same address as a dropped
+    /// one is not noticed, as the module's documentation says).
+    #[test]
+    fn a_series_follows_the_recorder_installed_now() {
+        let p = PerServer::joined("h:1");
+        let (first, second) = (DebuggingRecorder::new(), DebuggingRecorder::new());
+        let probes = |r: &DebuggingRecorder| {
+            r.snapshotter()
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find(|(k, ..)| k.key().name() == names::PROBES)
+                .map(|(.., v)| v)
+        };
+        metrics::with_local_recorder(&first, || super::probed(&p));
+        metrics::with_local_recorder(&second, || {
+            super::probed(&p);
+            super::probed(&p);
+        });
+        metrics::with_local_recorder(&first, || super::probed(&p));
+        assert_eq!(probes(&first), Some(DebugValue::Counter(2)));
+        assert_eq!(probes(&second), Some(DebugValue::Counter(2)));
+    }
+
     /// A retrieval without hits (or misses) records nothing for them: no series is made.
     #[test]
     fn no_hits_no_series() {
