@@ -392,6 +392,68 @@ mod tests {
             assert!(text.contains("target=memshard "), "{text}");
         }
     }
+
+    fn events(f: impl FnOnce()) -> Vec<(Level, String)> {
+        let events = Events::default();
+        tracing::subscriber::with_default(events.clone(), f);
+        events.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn placement(
+        sampled: u64,
+        agree: u64,
+    ) -> crate::error::Result<crate::outcome::ServerPlacement> {
+        Ok(crate::outcome::ServerPlacement {
+            sampled,
+            agree,
+            foreign: 0,
+        })
+    }
+
+    /// A warning when some sampled key is elsewhere (its counts summed over the servers that
+    /// answered), none when every one agrees, and one per server that could not list its keys.
+    #[test]
+    fn placement_warns_below_full_agreement_and_for_each_silent_server() {
+        let a = crate::servers::Server::new("10.0.0.1", 11211);
+        let b = crate::servers::Server::new("10.0.0.2", 11211);
+        let all_agree = events(|| {
+            super::placement_checked(&[(a.clone(), placement(3, 3)), (b.clone(), placement(2, 2))])
+        });
+        assert!(all_agree.is_empty(), "{all_agree:?}");
+        let down = crate::error::Error::Config("no dump".into());
+        let got = events(|| {
+            super::placement_checked(&[(a.clone(), placement(3, 2)), (b.clone(), Err(down))])
+        });
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, Level::WARN);
+        assert!(
+            got[0].1.contains("sampled=3 ") && got[0].1.contains("agree=2 "),
+            "{got:?}"
+        );
+        assert!(
+            got[0].1.contains("not where this client places them"),
+            "{got:?}"
+        );
+        assert!(
+            got[1].1.contains("server=10.0.0.2:11211") && got[1].1.contains("no dump"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_get_or_compute_served_without_the_cache_warns_with_server_key_and_error() {
+        let e = crate::error::Error::Config("down".into());
+        let got = events(|| super::served_without_cache(None, "10.0.0.1:11211", b"k1", &e));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, Level::WARN);
+        for field in [
+            "server=\"10.0.0.1:11211\"",
+            "key=k1",
+            "error=configuration: down",
+        ] {
+            assert!(got[0].1.contains(field), "{field}: {got:?}");
+        }
+    }
 }
 
 #[cfg(all(test, feature = "metrics"))]
@@ -556,6 +618,213 @@ mod server_metric_tests {
         for name in [names::POOL_WAIT, names::LEGACY_POOL_WAIT] {
             assert!(matches!(value(name), Some(DebugValue::Histogram(s)) if s.len() == 1));
         }
+    }
+
+    /// A series records to the recorder installed when it records, not to the one that
+    /// answered before (two recorders alive at once: one at the same address as a dropped
+    /// one is not noticed, as the module's documentation says).
+    #[test]
+    fn a_series_follows_the_recorder_installed_now() {
+        let p = PerServer::joined("h:1");
+        let (first, second) = (DebuggingRecorder::new(), DebuggingRecorder::new());
+        let probes = |r: &DebuggingRecorder| {
+            r.snapshotter()
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find(|(k, ..)| k.key().name() == names::PROBES)
+                .map(|(.., v)| v)
+        };
+        metrics::with_local_recorder(&first, || super::probed(&p));
+        metrics::with_local_recorder(&second, || {
+            super::probed(&p);
+            super::probed(&p);
+        });
+        metrics::with_local_recorder(&first, || super::probed(&p));
+        assert_eq!(probes(&first), Some(DebugValue::Counter(2)));
+        assert_eq!(probes(&second), Some(DebugValue::Counter(2)));
+    }
+
+    /// A retrieval without hits (or misses) records nothing for them: no series is made.
+    #[test]
+    fn no_hits_no_series() {
+        let p = PerServer::joined("h:1");
+        let none = recorded(|| super::hits(&p, 0, 0));
+        assert!(none.is_empty(), "{none:?}");
+        let hits_only = recorded(|| super::hits(&p, 1, 0));
+        let names: Vec<&str> = hits_only.iter().map(|(n, ..)| n.as_str()).collect();
+        assert_eq!(names, [names::HITS]);
+        let misses_only = recorded(|| super::hits(&p, 0, 1));
+        let names: Vec<&str> = misses_only.iter().map(|(n, ..)| n.as_str()).collect();
+        assert_eq!(names, [names::MISSES]);
+    }
+
+    /// Each error's label in `memshard_errors_total{kind}` and the spans' `error.type`.
+    #[test]
+    fn each_error_has_its_kind() {
+        use crate::error::{AuthProblem, TlsProblem};
+        use crate::proto::KeyError;
+        let server = || "h:1".to_string();
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let cases = [
+            (
+                Error::Io {
+                    server: server(),
+                    op: "read",
+                    kind: io.kind(),
+                    message: io.to_string(),
+                    source: std::sync::Arc::new(io),
+                },
+                "io",
+            ),
+            (
+                Error::Timeout {
+                    server: server(),
+                    op: "read",
+                    after: Duration::from_millis(1),
+                },
+                "timeout",
+            ),
+            (
+                Error::Protocol {
+                    server: server(),
+                    detail: String::new(),
+                },
+                "protocol",
+            ),
+            (
+                Error::Server {
+                    server: server(),
+                    message: String::new(),
+                },
+                "server",
+            ),
+            (
+                Error::Pool {
+                    server: server(),
+                    message: String::new(),
+                    exhausted: true,
+                },
+                "pool",
+            ),
+            (
+                Error::ServerDown {
+                    server: server(),
+                    retry_in: Duration::ZERO,
+                },
+                "server_down",
+            ),
+            (
+                Error::InvalidKey {
+                    key: String::new(),
+                    reason: KeyError::Empty,
+                },
+                "invalid_key",
+            ),
+            (Error::ValueTooLarge { len: 2, limit: 1 }, "value_too_large"),
+            (
+                Error::Tls {
+                    server: server(),
+                    problem: TlsProblem::UnknownCa,
+                    message: String::new(),
+                },
+                "tls",
+            ),
+            (
+                Error::Auth {
+                    server: server(),
+                    problem: AuthProblem::Rejected,
+                },
+                "auth",
+            ),
+            (
+                Error::Route {
+                    route: "r",
+                    command: "get",
+                    key: String::new(),
+                    reason: String::new(),
+                },
+                "route",
+            ),
+            (Error::Config(String::new()), "other"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(super::kind(&e), want, "{e:?}");
+        }
+    }
+
+    /// `memshard_placement_agreement`: the agreeing share of the keys sampled on the servers
+    /// that answered, and no sample when none was sampled (0/0 is not a share).
+    #[test]
+    fn placement_agreement_is_the_share_over_the_servers_that_answered() {
+        let a = crate::servers::Server::new("10.0.0.1", 11211);
+        let b = crate::servers::Server::new("10.0.0.2", 11211);
+        let c = crate::servers::Server::new("10.0.0.3", 11211);
+        let p = |sampled, agree| {
+            Ok(crate::outcome::ServerPlacement {
+                sampled,
+                agree,
+                foreign: 0,
+            })
+        };
+        let all = recorded(|| {
+            super::placement_checked(&[
+                (a.clone(), p(3, 2)),
+                (b.clone(), p(5, 4)),
+                (c.clone(), Err(Error::Config("no dump".into()))),
+            ])
+        });
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0].0, names::PLACEMENT_AGREEMENT);
+        let DebugValue::Gauge(v) = &all[0].2 else {
+            panic!("{all:?}")
+        };
+        assert_eq!(v.into_inner(), 6.0 / 8.0);
+        let none = recorded(|| {
+            super::placement_checked(&[(a, p(0, 0)), (c, Err(Error::Config("no dump".into())))])
+        });
+        assert!(none.is_empty(), "{none:?}");
+    }
+
+    /// `memshard_served_without_cache_total`: the server's own series when the request chose
+    /// one, else a series labelled with the server named in the error.
+    #[test]
+    fn served_without_cache_counts_per_server() {
+        let p = PerServer::joined("h:1");
+        let e = Error::Config("down".into());
+        let all = recorded(|| {
+            super::served_without_cache(Some(&p), "h:1", b"k", &e);
+            super::served_without_cache(Some(&p), "h:1", b"k", &e);
+            super::served_without_cache(None, "h:2", b"k", &e);
+        });
+        let got: Vec<(&str, &str, &DebugValue)> = all
+            .iter()
+            .map(|(n, l, v)| (n.as_str(), l.as_str(), v))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    names::SERVED_WITHOUT_CACHE,
+                    "server=h:1",
+                    &DebugValue::Counter(2)
+                ),
+                (
+                    names::SERVED_WITHOUT_CACHE,
+                    "server=h:2",
+                    &DebugValue::Counter(1)
+                ),
+            ]
+        );
+    }
+
+    /// The duration a request is timed with is the time since it started.
+    #[test]
+    fn started_measures_the_time_since() {
+        let t = super::Started::now();
+        std::thread::sleep(Duration::from_millis(5));
+        let e = t.elapsed();
+        assert!(e >= Duration::from_millis(5), "{e:?}");
     }
 
     /// Every metric is described (the Prometheus exporter prints `# HELP` from it), with the

@@ -443,6 +443,19 @@ mod tests {
         );
     }
 
+    /// Exactly as many keys as are shown: all of them, nothing counted after.
+    #[cfg(feature = "tracing")]
+    #[test]
+    fn the_query_text_counts_only_the_keys_not_shown() {
+        use crate::settings::{TRACE_KEYS_SHOWN, TraceKeys::Full};
+        let keys: Vec<String> = (0..TRACE_KEYS_SHOWN + 1).map(|i| format!("k{i}")).collect();
+        let shown = query_text(Full, "get_multi", &Listed(&keys[..TRACE_KEYS_SHOWN])).unwrap();
+        assert!(!shown.contains("more"), "{shown}");
+        assert_eq!(shown.split(' ').count(), 1 + TRACE_KEYS_SHOWN, "{shown}");
+        let one_more = query_text(Full, "get_multi", &Listed(&keys)).unwrap();
+        assert!(one_more.ends_with(" … (+1 more)"), "{one_more}");
+    }
+
     #[cfg(feature = "tracing")]
     #[test]
     fn a_hashed_key_is_stable_and_never_the_key() {
