@@ -482,4 +482,80 @@ mod tests {
         );
         assert_eq!(text.matches('#').count(), 4);
     }
+
+    /// Every field recorded after a span's creation, by name.
+    #[cfg(feature = "tracing")]
+    #[derive(Clone, Default)]
+    struct Recorded(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    #[cfg(feature = "tracing")]
+    impl tracing::Subscriber for Recorded {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+            struct Names<'a>(&'a mut Vec<String>);
+            impl tracing::field::Visit for Names<'_> {
+                fn record_debug(&mut self, f: &tracing::field::Field, _: &dyn std::fmt::Debug) {
+                    self.0.push(f.name().to_string());
+                }
+            }
+            let mut got = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            values.record(&mut Names(&mut got));
+        }
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// The span is made at the level asked for, each of the five.
+    #[cfg(feature = "tracing")]
+    #[test]
+    fn the_span_has_the_level_asked_for() {
+        use tracing::Level;
+        tracing::subscriber::with_default(Recorded::default(), || {
+            for level in [
+                Level::ERROR,
+                Level::WARN,
+                Level::INFO,
+                Level::DEBUG,
+                Level::TRACE,
+            ] {
+                let span = new(level, "get");
+                assert_eq!(span.metadata().map(|m| *m.level()), Some(level));
+            }
+        });
+    }
+
+    /// A parent's hit and miss counts are recorded only when it asked for keys: a write's
+    /// span carries none; its first failure's kind with an error status.
+    #[cfg(feature = "tracing")]
+    #[test]
+    fn a_parent_records_counts_only_for_reads_and_the_first_failure() {
+        let recorded = |counted| {
+            let r = Recorded::default();
+            tracing::subscriber::with_default(r.clone(), || {
+                let span = Span {
+                    span: new(tracing::Level::INFO, "set_multi"),
+                };
+                span.close(Tally { counted });
+            });
+            let got = r.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            got
+        };
+        assert_eq!(recorded(Some((0, 0, None))), Vec::<String>::new());
+        assert_eq!(
+            recorded(Some((0, 1, None))),
+            ["db.memcached.hit_count", "db.memcached.miss_count"]
+        );
+        assert_eq!(
+            recorded(Some((2, 1, Some("timeout")))),
+            ["error.type", "otel.status_code"]
+        );
+        assert_eq!(recorded(None), Vec::<String>::new());
+    }
 }
