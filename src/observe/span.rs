@@ -544,8 +544,7 @@ mod tests {
                 };
                 span.close(Tally { counted });
             });
-            let got = r.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            got
+            r.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
         };
         assert_eq!(recorded(Some((0, 0, None))), Vec::<String>::new());
         assert_eq!(
