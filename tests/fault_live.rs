@@ -270,7 +270,7 @@ impl Faulted {
 
 /// Either builder, for one chain of settings.
 enum BuilderBoth {
-    Blocking(memshard::Builder),
+    Blocking(memshard::Builder<memshard::Client>),
     #[cfg(feature = "async")]
     Async(memshard::aio::Builder),
 }

@@ -29,7 +29,7 @@ fn policy() -> FailurePolicy {
     FailurePolicy::new(1, Duration::from_millis(200), true)
 }
 
-fn blocking_builder(c: &Cluster, limit: usize) -> memshard::Builder {
+fn blocking_builder(c: &Cluster, limit: usize) -> memshard::Builder<memshard::Client> {
     Client::builder()
         .server_list(&c.server_list())
         .expect("server list")

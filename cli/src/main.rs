@@ -462,7 +462,7 @@ impl RingArgs {
         &self,
         net: &NetArgs,
         pool_size: u32,
-        more: impl FnOnce(memshard::Builder) -> memshard::Builder,
+        more: impl FnOnce(memshard::Builder<memshard::Client>) -> memshard::Builder<memshard::Client>,
     ) -> Result<Client, Failure> {
         if self.discover.is_some() {
             // the build asks the endpoint itself (with the client's timeouts and login)
@@ -657,7 +657,7 @@ impl RingArgs {
 impl NetArgs {
     /// A builder with these connection settings (timeouts, failure policy, protocol, request
     /// caps) and `pool_size`; TLS and login are `security`'s.
-    fn builder(&self, pool_size: u32) -> memshard::Builder {
+    fn builder(&self, pool_size: u32) -> memshard::Builder<memshard::Client> {
         let t = Duration::from_millis(self.timeout_ms);
         Client::builder()
             .connect_timeout(t)
@@ -1038,7 +1038,7 @@ fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
     let hot = (a.hot_keys > 0).then(|| {
         memshard::HotKeys::top(a.hot_keys).counters(a.hot_keys.saturating_mul(16).max(4096))
     });
-    let more = |b: memshard::Builder| match &hot {
+    let more = |b: memshard::Builder<memshard::Client>| match &hot {
         Some(h) => b.hot_keys(*h),
         None => b,
     };

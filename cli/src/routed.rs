@@ -4,7 +4,7 @@
 
 use super::{Failure, NetArgs, RingArgs, usage};
 use clap::Args;
-use memshard::routes::{PoolRole, RouteFile, RouteStats};
+use memshard::routes::{RouteFile, RouteStats};
 use memshard::{Builder, Client, Router};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,25 +65,29 @@ impl RouteFlags {
     ) -> Result<Option<Routed>, Failure> {
         if let Some(path) = &self.route {
             let file = RouteFile::load(path).map_err(usage)?;
-            if net.auto_eject && file.spec.name() == "gutter" {
+            if net.auto_eject && !file.route.gutter_mains().is_empty() {
                 // said, not quietly dropped: the gutter exists so that nothing is rehashed
                 return Err(usage(
                     "--auto-eject with a gutter route: the gutter takes a failed server's keys instead of its neighbours; drop --auto-eject",
                 ));
             }
             let b = base(net, pool_size)?;
-            return file
-                .router_with(|role, _| match role {
-                    PoolRole::First => more(b.clone()),
-                    PoolRole::Second => b.clone(),
+            // the first pool (new, main, a) is the one bench's hot-key detection watches
+            let first = file.pools.first().map(|(n, _)| n.clone());
+            return Router::from_file_with(&file, |name, _| {
+                if Some(name) == first.as_deref() {
+                    more(b.clone())
+                } else {
+                    b.clone()
+                }
+            })
+            .map(|router| {
+                Some(Routed {
+                    router,
+                    name: file.name(),
                 })
-                .map(|router| {
-                    Some(Routed {
-                        router,
-                        name: file.spec.name(),
-                    })
-                })
-                .map_err(usage);
+            })
+            .map_err(usage);
         }
         let Some(old_file) = &self.warm_from else {
             return Ok(None);

@@ -282,7 +282,7 @@ macro_rules! apply {
 }
 
 impl Settings {
-    fn blocking(&self) -> memshard::Builder {
+    fn blocking(&self) -> memshard::Builder<memshard::Client> {
         apply!(Client::builder(), self)
     }
 

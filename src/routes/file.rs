@@ -33,12 +33,13 @@
 //! `auto_eject: true` there is an error. Unknown keys are errors too: a misspelt setting must
 //! not fall back to a default silently.
 
+use super::yaml::{bad, count, flag, shown, string, unknown_keys};
+use super::{RouteNode, RouteSpec};
 use crate::error::{Error, Result};
-use crate::routes::{Migration, PoolRole, ReadPolicy};
 use crate::servers::{Server, parse_server_list};
-use crate::{Builder, Expiry, FailurePolicy, Flavor, HashTag, KeyHash, Protocol};
+use crate::{Builder, FailurePolicy, Flavor, HashTag, KeyHash, Protocol};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// One pool of a [`RouteFile`]: what its client is built with. Settings the file leaves out
@@ -100,83 +101,32 @@ impl PoolConfig {
     }
 }
 
-/// The kind of route a [`RouteFile`] describes, with its settings.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum RouteSpec {
-    /// [`Router::warm_up`](crate::Router::warm_up): pools `new` and `old`.
-    WarmUp {
-        /// Expiry of values copied from `old` into `new` (`backfill_ttl`).
-        backfill: Expiry,
-    },
-    /// [`Router::migrate`](crate::Router::migrate): pools `new` and `old`.
-    Migrate {
-        /// The window's start (`None`: when the router is built, `start: now`).
-        start: Option<SystemTime>,
-        /// `window`.
-        window: Duration,
-        /// `tail`.
-        tail: Duration,
-        /// `backfill_ttl`.
-        backfill: Expiry,
-    },
-    /// [`Router::gutter`](crate::Router::gutter): pools `main` and `gutter`.
-    Gutter {
-        /// `ttl`.
-        ttl: Duration,
-    },
-    /// [`Router::mirror`](crate::Router::mirror): pools `a` and `b`.
-    Mirror {
-        /// `read`.
-        read: ReadPolicy,
-    },
-}
-
-impl RouteSpec {
-    /// The route's name as the file spells it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            RouteSpec::WarmUp { .. } => "warm_up",
-            RouteSpec::Migrate { .. } => "migrate",
-            RouteSpec::Gutter { .. } => "gutter",
-            RouteSpec::Mirror { .. } => "mirror",
-        }
-    }
-
-    /// The file's keys of the two pools, first then second.
-    pub fn pool_keys(&self) -> [&'static str; 2] {
-        match self {
-            RouteSpec::WarmUp { .. } | RouteSpec::Migrate { .. } => ["new", "old"],
-            RouteSpec::Gutter { .. } => ["main", "gutter"],
-            RouteSpec::Mirror { .. } => ["a", "b"],
-        }
-    }
-}
-
-/// A route read from a YAML file: the route, its settings and its two pools.
+/// A route read from a YAML file: its pools by name and the route over them.
 ///
 /// ```
+/// use memshard::routes::{RouteFile, RouteNode};
 /// let yaml = r#"
 /// route: warm_up
 /// backfill_ttl: 3600
 /// new: { servers: ["127.0.0.1:11211 1", "127.0.0.1:11212 1"], flavor: libmemcached, hash: md5 }
 /// old: { servers: ["127.0.0.1:11211", "127.0.0.1:11212"], flavor: twemproxy, hash: fnv1a_64 }
 /// "#;
-/// let file = memshard::routes::RouteFile::parse(yaml)?;
-/// assert_eq!(file.spec.name(), "warm_up");
-/// assert_eq!(file.pools[1].flavor, memshard::Flavor::Twemproxy);
+/// let file = RouteFile::parse(yaml)?;
+/// assert_eq!(file.name(), "warm_up");
+/// assert_eq!(file.pool("old").map(|p| p.flavor), Some(memshard::Flavor::Twemproxy));
 /// // building connects lazily: no server is needed yet
-/// let router = file.router()?;
+/// let router = memshard::Router::from_file(&file)?;
 /// assert_eq!(router.stats().fallback_reads, 0);
 /// # Ok::<(), memshard::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct RouteFile {
-    /// The route and its settings.
-    pub spec: RouteSpec,
-    /// The pools, first then second (new/old, main/gutter, a/b).
-    pub pools: [PoolConfig; 2],
+    /// The pools, by name, in the file's order (a two-pool route's: new/old, main/gutter or
+    /// a/b).
+    pub pools: Vec<(String, PoolConfig)>,
+    /// The route over them.
+    pub route: RouteNode,
 }
 
 const TOP_KEYS: [&str; 7] = [
@@ -201,73 +151,6 @@ const POOL_KEYS: [&str; 11] = [
     "retry_timeout_ms",
     "auto_eject",
 ];
-
-fn bad<T>(msg: impl std::fmt::Display) -> Result<T> {
-    Err(Error::Config(format!("route file: {msg}")))
-}
-
-/// A value as written, for messages.
-fn shown(y: &Yaml) -> String {
-    match y {
-        Yaml::String(s) => format!("{s:?}"),
-        Yaml::Integer(i) => i.to_string(),
-        Yaml::Real(r) => r.clone(),
-        Yaml::Boolean(b) => b.to_string(),
-        Yaml::Null | Yaml::BadValue => "nothing".into(),
-        Yaml::Array(_) => "a list".into(),
-        Yaml::Hash(_) => "a mapping".into(),
-        Yaml::Alias(_) => "an alias".into(),
-    }
-}
-
-/// The string at `key`, or `None` when absent.
-fn string(y: &Yaml, key: &str) -> Result<Option<String>> {
-    match y {
-        Yaml::BadValue | Yaml::Null => Ok(None),
-        Yaml::String(s) => Ok(Some(s.clone())),
-        // `prefix: 42`, `hash_tag: {}` read as other types by YAML; the text is meant
-        Yaml::Integer(i) => Ok(Some(i.to_string())),
-        other => bad(format!("`{key}` is {}: give a string", shown(other))),
-    }
-}
-
-/// Whole seconds (or milliseconds) at `key`: a non-negative integer.
-fn count(y: &Yaml, key: &str) -> Result<Option<u64>> {
-    match y {
-        Yaml::BadValue | Yaml::Null => Ok(None),
-        Yaml::Integer(i) => u64::try_from(*i)
-            .map(Some)
-            .or_else(|_| bad(format!("`{key}` is {i}: give a whole number, 0 or more"))),
-        other => bad(format!("`{key}` is {}: give a whole number", shown(other))),
-    }
-}
-
-fn flag(y: &Yaml, key: &str) -> Result<Option<bool>> {
-    match y {
-        Yaml::BadValue | Yaml::Null => Ok(None),
-        Yaml::Boolean(b) => Ok(Some(*b)),
-        other => bad(format!("`{key}` is {}: give true or false", shown(other))),
-    }
-}
-
-/// The keys of mapping `h` not in `known`, as an error naming the first.
-fn unknown_keys(h: &yaml_rust2::yaml::Hash, known: &[&str], at: &str) -> Result<()> {
-    for k in h.keys() {
-        let name = k.as_str().map_or_else(|| shown(k), str::to_string);
-        if !known.contains(&name.as_str()) {
-            return bad(format!(
-                "unknown key `{at}{name}`: {}known keys here are {}",
-                if at.is_empty() {
-                    "a route's pools are new/old (warm_up, migrate), main/gutter (gutter) or a/b (mirror); "
-                } else {
-                    ""
-                },
-                known.join(", ")
-            ));
-        }
-    }
-    Ok(())
-}
 
 fn pool(doc: &Yaml, name: &str) -> Result<PoolConfig> {
     let p = &doc[name];
@@ -400,60 +283,6 @@ fn pool(doc: &Yaml, name: &str) -> Result<PoolConfig> {
     })
 }
 
-/// `backfill_ttl`: required, seconds above 0 or `never`.
-fn backfill(doc: &Yaml, route: &str) -> Result<Expiry> {
-    match &doc["backfill_ttl"] {
-        Yaml::String(s) if s == "never" => Ok(Expiry::NEVER),
-        Yaml::BadValue | Yaml::Null => bad(format!(
-            "route {route} needs `backfill_ttl`: the seconds a value copied from the old pool lives in the new one (text memcached cannot tell what is left of its TTL), or `never`"
-        )),
-        y => match count(y, "backfill_ttl")? {
-            Some(0) | None => bad(
-                "`backfill_ttl` is 0: give seconds above 0, or `never` for values that never expire",
-            ),
-            Some(s) => Ok(Expiry::after(Duration::from_secs(s))),
-        },
-    }
-}
-
-/// A required number of seconds at `key`.
-fn seconds(doc: &Yaml, key: &str, route: &str, what: &str) -> Result<Duration> {
-    match count(&doc[key], key)? {
-        Some(s) => Ok(Duration::from_secs(s)),
-        None => bad(format!("route {route} needs `{key}`: {what}")),
-    }
-}
-
-/// The keys a route of kind `route` takes, beyond `route` itself.
-fn keys_of(route: &str) -> &'static [&'static str] {
-    match route {
-        "warm_up" => &["backfill_ttl"],
-        "migrate" => &["backfill_ttl", "start", "window", "tail"],
-        "gutter" => &["ttl"],
-        _ => &["read"],
-    }
-}
-
-/// The router a file's spec describes, over its two built clients: one body for the blocking
-/// and the async `Router` (same constructors, different types).
-macro_rules! route_of {
-    ($file:ident, $Router:ident, $first:ident, $second:ident) => {
-        Ok(match &$file.spec {
-            RouteSpec::WarmUp { backfill } => $Router::warm_up($first, $second, *backfill),
-            RouteSpec::Migrate { .. } => {
-                let m = $file.migration(SystemTime::now());
-                $Router::migrate(
-                    $first,
-                    $second,
-                    m.ok_or_else(|| Error::Config("route file: not a migration".into()))?,
-                )
-            }
-            RouteSpec::Gutter { ttl } => $Router::gutter($first, $second, *ttl)?,
-            RouteSpec::Mirror { read } => $Router::mirror($first, $second, *read)?,
-        })
-    };
-}
-
 impl RouteFile {
     /// Read a route from YAML text (see [the module](self) for the keys).
     /// [`Error::Config`] names the key to fix.
@@ -465,80 +294,50 @@ impl RouteFile {
             [_] => return bad("expected a mapping with `route:` and the route's pools"),
             _ => return bad("it holds several YAML documents: give one route per file"),
         };
-        let route = match string(&doc["route"], "route")? {
-            Some(r) => r,
-            None => return bad("no `route`: give warm_up, migrate, gutter or mirror"),
+        let file = match &doc["pools"] {
+            Yaml::BadValue => RouteFile::two_pools(doc)?,
+            pools => RouteFile::named_pools(doc, pools)?,
         };
-        let spec = match route.as_str() {
-            "warm_up" | "warm-up" => RouteSpec::WarmUp {
-                backfill: backfill(doc, "warm_up")?,
-            },
-            "migrate" => {
-                let start = match &doc["start"] {
-                    Yaml::String(s) if s == "now" => None,
-                    Yaml::BadValue | Yaml::Null => None,
-                    Yaml::String(s) => {
-                        return bad(format!(
-                            "`start` is {s:?}: give now or the Unix time in seconds"
-                        ));
-                    }
-                    y => count(y, "start")?.map(|s| UNIX_EPOCH + Duration::from_secs(s)),
-                };
-                let window = seconds(
-                    doc,
-                    "window",
-                    "migrate",
-                    "the seconds reads fall back to the old pool",
-                )?;
-                let tail = match count(&doc["tail"], "tail")? {
-                    Some(s) => Duration::from_secs(s),
-                    None => window,
-                };
-                RouteSpec::Migrate {
-                    start,
-                    window,
-                    tail,
-                    backfill: backfill(doc, "migrate")?,
-                }
-            }
-            "gutter" => {
-                let ttl = seconds(
-                    doc,
-                    "ttl",
-                    "gutter",
-                    "the longest a key lives in the gutter, in seconds (mcrouter uses 60)",
-                )?;
-                crate::routes::gutter_ttl(ttl).or_else(|_| {
-                    bad(format!(
-                        "`ttl` is {}: give seconds from 1 to 2592000 (30 days)",
-                        ttl.as_secs()
-                    ))
-                })?;
-                RouteSpec::Gutter { ttl }
-            }
-            "mirror" => RouteSpec::Mirror {
-                read: match string(&doc["read"], "read")? {
-                    Some(r) => r.parse().or_else(|_| {
-                        bad(format!(
-                            "`read` is {r:?}: give prefer-a, prefer-b or random"
-                        ))
-                    })?,
-                    None => ReadPolicy::PreferA,
-                },
-            },
-            other => {
+        for main in file.route.gutter_mains() {
+            if file
+                .pool(main)
+                .and_then(|p| p.failure_policy)
+                .is_some_and(|p| p.auto_eject)
+            {
                 return bad(format!(
-                    "`route` is {other:?}: give warm_up, migrate, gutter or mirror"
+                    "`{main}.auto_eject` is true: a gutter serves a failed main server's keys instead of moving them to its neighbours; remove it or set it to false"
                 ));
             }
+        }
+        Ok(file)
+    }
+
+    /// A file of the first form: `route:` names one of the two-pool routes, its pools
+    /// inline under their keys.
+    fn two_pools(doc: &Yaml) -> Result<RouteFile> {
+        let route = match &doc["route"] {
+            Yaml::Hash(_) => {
+                return bad(
+                    "`route` is a mapping: a composed route names its pools under `pools:`",
+                );
+            }
+            y => match string(y, "route")? {
+                Some(r) => r,
+                None => {
+                    return bad(
+                        "no `route`: give warm_up, migrate, gutter or mirror (with its two pools), or `pools:` and a composed `route:`",
+                    );
+                }
+            },
         };
+        let spec = RouteSpec::parse(doc, &route, "route")?;
         let Yaml::Hash(h) = doc else {
             return bad("expected a mapping");
         };
         let name = spec.name();
         let [first, second] = spec.pool_keys();
         let mut known: Vec<&str> = vec!["route", first, second];
-        known.extend(keys_of(name));
+        known.extend(spec.keys());
         for k in h.keys().filter_map(Yaml::as_str) {
             if TOP_KEYS.contains(&k) && !known.contains(&k) {
                 return bad(format!(
@@ -548,15 +347,65 @@ impl RouteFile {
             }
         }
         unknown_keys(h, &known, "")?;
-        let pools = [pool(doc, first)?, pool(doc, second)?];
-        if matches!(spec, RouteSpec::Gutter { .. })
-            && pools[0].failure_policy.is_some_and(|p| p.auto_eject)
-        {
-            return bad(
-                "`main.auto_eject` is true: a gutter serves a failed main server's keys instead of moving them to its neighbours; remove it or set it to false",
-            );
+        let pools = vec![
+            (first.to_string(), pool(doc, first)?),
+            (second.to_string(), pool(doc, second)?),
+        ];
+        let route = RouteNode::Pair {
+            spec,
+            pools: [first.to_string(), second.to_string()],
+        };
+        Ok(RouteFile { pools, route })
+    }
+
+    /// A file of the second form: `pools:` by name and a `route:` over them.
+    fn named_pools(doc: &Yaml, list: &Yaml) -> Result<RouteFile> {
+        if let Yaml::Hash(h) = doc {
+            for k in h.keys() {
+                let k = k.as_str().map_or_else(|| shown(k), str::to_string);
+                if k != "pools" && k != "route" {
+                    return bad(format!(
+                        "unknown key `{k}`: a file with `pools:` has only `pools` and `route`; a route's settings go in its mapping"
+                    ));
+                }
+            }
         }
-        Ok(RouteFile { spec, pools })
+        let Yaml::Hash(named) = list else {
+            return bad(format!(
+                "`pools` is {}: give a mapping of each pool's name to its settings",
+                shown(list)
+            ));
+        };
+        let mut pools = Vec::with_capacity(named.len());
+        for name in named.keys() {
+            let Some(name) = name.as_str() else {
+                return bad(format!(
+                    "`pools` has the key {}: give a pool name",
+                    shown(name)
+                ));
+            };
+            pools.push((name.to_string(), pool(list, name)?));
+        }
+        let route = match &doc["route"] {
+            Yaml::BadValue | Yaml::Null => {
+                return bad("no `route`: give a pool's name or a mapping with `policy`");
+            }
+            y => RouteNode::parse(y, "route")?,
+        };
+        let used = route.pools();
+        for name in &used {
+            if !pools.iter().any(|(n, _)| n == name) {
+                return bad(format!(
+                    "the route names pool {name:?}, which is not under `pools`"
+                ));
+            }
+        }
+        if let Some((unused, _)) = pools.iter().find(|(n, _)| !used.contains(&n.as_str())) {
+            return bad(format!(
+                "pool {unused:?} is not used by the route: route some keys to it or remove it"
+            ));
+        }
+        Ok(RouteFile { pools, route })
     }
 
     /// Read a route from the YAML file at `path`; errors name the file.
@@ -571,80 +420,46 @@ impl RouteFile {
         })
     }
 
-    /// The migration window, its start resolved to `now` where the file says `now`.
-    fn migration(&self, now: SystemTime) -> Option<Migration> {
-        match &self.spec {
-            RouteSpec::Migrate {
-                start,
-                window,
-                tail,
-                backfill,
-            } => {
-                let mut m = Migration::new(start.unwrap_or(now), *window, *backfill);
-                m.tail = *tail;
-                Some(m)
-            }
-            _ => None,
-        }
+    /// The route's name (`warm_up`, `migrate`, `gutter`, `mirror`, `prefix`, `operation`,
+    /// `zones`, or `pool` for a single pool).
+    pub fn name(&self) -> &'static str {
+        self.route.name()
     }
 
-    /// The builder of pool `role`: `base` (the caller's defaults: timeouts, credentials,
-    /// pool size...), then what the file says; a gutter's main pool without auto-eject.
-    fn builder<C>(&self, role: PoolRole, base: Builder<C>) -> Builder<C> {
-        let mut b = self.pools[role.index()].apply(base);
-        if matches!(self.spec, RouteSpec::Gutter { .. }) && role == PoolRole::First {
+    /// The settings of pool `name`.
+    pub fn pool(&self, name: &str) -> Option<&PoolConfig> {
+        self.pools.iter().find(|(n, _)| n == name).map(|(_, p)| p)
+    }
+
+    /// The builder of pool `name`: `base` (the caller's defaults: timeouts, credentials, pool
+    /// size...), then what the file says; a gutter's main pool without auto-eject. `base`
+    /// unchanged for a name that is not one of the file's pools.
+    pub fn builder<C>(&self, name: &str, base: Builder<C>) -> Builder<C> {
+        let Some(config) = self.pool(name) else {
+            return base;
+        };
+        let mut b = config.apply(base);
+        if self.route.gutter_mains().contains(&name) {
             b.settings.policy.auto_eject = false;
         }
         b
-    }
-
-    /// The blocking [`Router`](crate::Router) the file describes, each pool's client built
-    /// from the file's settings and the library's defaults.
-    pub fn router(&self) -> Result<crate::Router> {
-        self.router_with(|_, b| b)
-    }
-
-    /// [`router`](Self::router), each pool's client starting from `base(role, builder)`
-    /// (settings the file does not give, such as credentials, TLS or pool size); the file's
-    /// settings are applied over it.
-    pub fn router_with(
-        &self,
-        mut base: impl FnMut(PoolRole, Builder<crate::Client>) -> Builder<crate::Client>,
-    ) -> Result<crate::Router> {
-        use crate::Router;
-        let mut client = |role| {
-            self.builder(role, base(role, crate::Client::builder()))
-                .build()
-        };
-        let (first, second) = (client(PoolRole::First)?, client(PoolRole::Second)?);
-        route_of!(self, Router, first, second)
-    }
-
-    /// The async [`Router`](crate::aio::Router) the file describes.
-    #[cfg(feature = "async")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
-    pub fn async_router(&self) -> Result<crate::aio::Router> {
-        self.async_router_with(|_, b| b)
-    }
-
-    /// [`async_router`](Self::async_router), each pool's client starting from
-    /// `base(role, builder)` as in [`router_with`](Self::router_with).
-    #[cfg(feature = "async")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
-    pub fn async_router_with(
-        &self,
-        mut base: impl FnMut(PoolRole, Builder<crate::aio::Client>) -> Builder<crate::aio::Client>,
-    ) -> Result<crate::aio::Router> {
-        use crate::aio::{Client, Router};
-        let mut client = |role| self.builder(role, base(role, Client::builder())).build();
-        let (first, second) = (client(PoolRole::First)?, client(PoolRole::Second)?);
-        route_of!(self, Router, first, second)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Expiry;
+    use crate::routes::{PoolRole, ReadPolicy};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    /// The two-pool route of a file of the first form.
+    fn spec(f: &RouteFile) -> RouteSpec {
+        match &f.route {
+            RouteNode::Pair { spec, .. } => spec.clone(),
+            other => panic!("not a two-pool route: {other:?}"),
+        }
+    }
 
     const NEW: &str = "new: { servers: [\"127.0.0.1:11211 1\", \"127.0.0.1:11212 1\"], flavor: libmemcached, hash: md5 }\n";
     const OLD: &str = "old: { servers: [\"127.0.0.1:11211\", \"127.0.0.1:11212\"], flavor: twemproxy, hash: fnv1a_64 }\n";
@@ -661,21 +476,21 @@ mod tests {
         let f = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: 3600\n{NEW}{OLD}"))
             .expect("valid");
         assert_eq!(
-            f.spec,
+            spec(&f),
             RouteSpec::WarmUp {
                 backfill: Expiry::after(Duration::from_secs(3600))
             }
         );
-        assert_eq!(f.pools[0].hash, Some(KeyHash::Md5));
-        assert_eq!(f.pools[0].servers.len(), 2);
-        assert_eq!(f.pools[1].flavor, Flavor::Twemproxy);
-        assert_eq!(f.pools[1].hash, Some(KeyHash::Fnv1a_64));
-        let r = f.router().expect("builds without connecting");
+        assert_eq!(f.pools[0].1.hash, Some(KeyHash::Md5));
+        assert_eq!(f.pools[0].1.servers.len(), 2);
+        assert_eq!(f.pools[1].1.flavor, Flavor::Twemproxy);
+        assert_eq!(f.pools[1].1.hash, Some(KeyHash::Fnv1a_64));
+        let r = crate::Router::from_file(&f).expect("builds without connecting");
         assert_eq!(r.phase(), Some(crate::routes::Phase::WarmUp));
         let never = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: never\n{NEW}{OLD}"))
             .expect("valid");
         assert_eq!(
-            never.spec,
+            spec(&never),
             RouteSpec::WarmUp {
                 backfill: Expiry::NEVER
             }
@@ -693,13 +508,13 @@ mod tests {
             window,
             tail,
             ..
-        } = f.spec
+        } = spec(&f)
         else {
-            panic!("not a migration: {:?}", f.spec)
+            panic!("not a migration: {:?}", spec(&f))
         };
         assert_eq!(start, Some(UNIX_EPOCH + Duration::from_secs(1_800_000_000)));
         assert_eq!((window, tail), (Duration::from_secs(600), window));
-        let r = f.router().expect("builds");
+        let r = crate::Router::from_file(&f).expect("builds");
         // 1_800_000_000 is in 2027: the window has not started
         if SystemTime::now() < UNIX_EPOCH + Duration::from_secs(1_800_000_000) {
             assert_eq!(r.phase(), Some(crate::routes::Phase::Old));
@@ -709,7 +524,7 @@ mod tests {
         ))
         .expect("valid");
         assert_eq!(
-            now.router().expect("builds").phase(),
+            crate::Router::from_file(&now).expect("builds").phase(),
             Some(crate::routes::Phase::WarmUp)
         );
         assert!(err(&format!("route: migrate\nbackfill_ttl: 60\n{NEW}{OLD}")).contains("`window`"));
@@ -722,31 +537,34 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(
-            g.spec,
+            spec(&g),
             RouteSpec::Gutter {
                 ttl: Duration::from_secs(60)
             }
         );
-        assert_eq!(g.pools[0].protocol, Some(Protocol::Meta));
-        assert_eq!(g.pools[0].prefix.as_deref(), Some("app:"));
-        g.router().expect("main without auto-eject");
+        assert_eq!(g.pools[0].1.protocol, Some(Protocol::Meta));
+        assert_eq!(g.pools[0].1.prefix.as_deref(), Some("app:"));
+        crate::Router::from_file(&g).expect("main without auto-eject");
         let m = RouteFile::parse(
             "route: mirror\nread: random\na: { servers: [\"127.0.0.1:11211\"] }\nb: { servers: [\"127.0.0.1:11212\"], hash_tag: \"{}\" }\n",
         )
         .expect("valid");
         assert_eq!(
-            m.spec,
+            spec(&m),
             RouteSpec::Mirror {
                 read: ReadPolicy::Random
             }
         );
-        assert!(m.pools[1].hash_tag.is_some());
-        m.router().expect("two pools of their own");
+        assert!(m.pools[1].1.hash_tag.is_some());
+        crate::Router::from_file(&m).expect("two pools of their own");
         let shared = RouteFile::parse(
             "route: mirror\na: { servers: [\"127.0.0.1:11211\"] }\nb: { servers: [\"127.0.0.1:11211\"] }\n",
         )
         .expect("parses");
-        assert!(matches!(shared.router(), Err(Error::Config(_))));
+        assert!(matches!(
+            crate::Router::from_file(&shared),
+            Err(Error::Config(_))
+        ));
     }
 
     /// The async router comes from the same dispatch: each kind builds, the same refusals.
@@ -760,13 +578,13 @@ mod tests {
         rt.block_on(async {
             let warm = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: 60\n{NEW}{OLD}"))
                 .expect("valid");
-            let r = warm.async_router().expect("builds without connecting");
+            let r = crate::aio::Router::from_file(&warm).expect("builds without connecting");
             assert_eq!(r.phase(), Some(crate::routes::Phase::WarmUp));
             let shared = RouteFile::parse(
                 "route: mirror\na: { servers: [\"127.0.0.1:11211\"] }\nb: { servers: [\"127.0.0.1:11211\"] }\n",
             )
             .expect("parses");
-            assert!(matches!(shared.async_router(), Err(Error::Config(_))));
+            assert!(matches!(crate::aio::Router::from_file(&shared), Err(Error::Config(_))));
         });
     }
 
@@ -884,7 +702,9 @@ mod tests {
     #[test]
     fn failure_settings_reach_each_pools_builder() {
         let policy = |f: &RouteFile, role| {
-            f.builder(role, Builder::<crate::Client>::default())
+            let names = spec(f).pool_keys();
+            let role: PoolRole = role;
+            f.builder(names[role.index()], Builder::<crate::Client>::default())
                 .settings
                 .policy
         };
@@ -922,7 +742,7 @@ mod tests {
             "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"127.0.0.1:11211\"], hash_tag: {{}} }}\n"
         ))
         .expect("valid");
-        assert_eq!(f.pools[1].hash_tag, Some(HashTag::new(b'{', b'}')));
+        assert_eq!(f.pools[1].1.hash_tag, Some(HashTag::new(b'{', b'}')));
         let m = err(&format!(
             "route: warm_up\nbackfill_ttl: 60\n{NEW}old: {{ servers: [\"127.0.0.1:11211\"], hash_tag: {{ a: 1 }} }}\n"
         ));
@@ -936,7 +756,7 @@ mod tests {
     fn a_router_shows_its_route_and_pools() {
         let f = RouteFile::parse(&format!("route: warm_up\nbackfill_ttl: 60\n{NEW}{OLD}"))
             .expect("valid");
-        let shown = format!("{:?}", f.router().expect("builds"));
+        let shown = format!("{:?}", crate::Router::from_file(&f).expect("builds"));
         for part in ["warm_up", "new", "old", "127.0.0.1:11212"] {
             assert!(shown.contains(part), "{part} not in {shown}");
         }

@@ -8,13 +8,13 @@ use super::{
     Class, Counter, GutterCleanup, Kind, Mode, PoolRole, ReadPolicy, RouteCas, RouteItem, State,
     Write, Written, cap_exptime, expiry_of, gutter_ttl, is_failure, settle, settle_all, spread,
 };
+use crate::Expiry;
 use crate::core::ops;
 use crate::core::transport::Transport;
 use crate::error::{Error, Result};
 use crate::outcome::{DeleteOutcome, Item, StoreOutcome};
 use crate::proto::StoreCommand;
 use crate::ring::Ring;
-use crate::{Expiry, TouchOutcome};
 use std::time::{Duration, SystemTime};
 
 use PoolRole::{First, Second};
@@ -62,16 +62,6 @@ impl<'r, T: Transport> Route<'r, T> {
 
     fn pool(&self, p: PoolRole) -> &'r T {
         &self.pools[p.index()]
-    }
-
-    /// The route and its pools' servers, for `Debug`.
-    pub(crate) fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let [first, second] = self.state.kind.pool_names();
-        f.debug_struct("Router")
-            .field("route", &self.state.name())
-            .field(first, &self.pools[0].core().ring().servers())
-            .field(second, &self.pools[1].core().ring().servers())
-            .finish()
     }
 
     fn same_copy(&self, key: &[u8]) -> Result<bool> {
@@ -262,6 +252,7 @@ impl<'r, T: Transport> Route<'r, T> {
     }
 
     /// A storage command of `key` with flags and an expiry.
+    #[cfg(test)]
     pub(crate) async fn store(
         &self,
         cmd: StoreCommand,
@@ -279,18 +270,14 @@ impl<'r, T: Transport> Route<'r, T> {
     }
 
     /// `delete`.
+    #[cfg(test)]
     pub(crate) async fn delete(&self, key: &[u8]) -> Result<DeleteOutcome> {
         let w = Write::Delete;
         self.write(key, w).await.and_then(Written::into_delete)
     }
 
-    /// `touch`.
-    pub(crate) async fn touch(&self, key: &[u8], expiry: Expiry) -> Result<TouchOutcome> {
-        let w = Write::Touch(expiry.exptime_now());
-        self.write(key, w).await.and_then(Written::into_touch)
-    }
-
     /// `incr` (or `decr`).
+    #[cfg(test)]
     pub(crate) async fn arith(&self, incr: bool, key: &[u8], delta: u64) -> Result<Option<u64>> {
         let w = Write::Arith { incr, delta };
         self.write(key, w).await.and_then(Written::into_arith)
@@ -355,7 +342,7 @@ impl<'r, T: Transport> Route<'r, T> {
         })
     }
 
-    async fn write(&self, key: &[u8], w: Write<'_>) -> Result<Written> {
+    pub(crate) async fn write(&self, key: &[u8], w: Write<'_>) -> Result<Written> {
         match self.state.mode() {
             Mode::One(p) => self.write_on(p, key, w).await,
             Mode::DeletesBoth if matches!(w, Write::Delete) && !self.same_copy(key)? => {

@@ -1,42 +1,39 @@
 //! The `Router` handle, defined once and expanded in each client's module. Each method is one
-//! call: a constructor of [`crate::routes::flow`], or a flow of its [`Route`](super::flow::Route)
-//! over the two clients, run with [`drive!`](crate::core::transport::drive) (polled once for
-//! the blocking client, `.await`ed by the async one). What to do with each command is decided
-//! by the sans-IO parts of [`crate::routes`].
+//! call: a constructor, or a command of the route's root [`Policy`](super::policy::Policy),
+//! run with [`drive!`](crate::core::transport::drive) (polled once for the blocking client,
+//! `.await`ed by the async one). What to do with each command is decided by the policies of
+//! [`crate::routes`].
 
 /// Expands, in a client's module, `Router` over `$client` (`async await` for the async
 /// client). The client implements [`Transport`](crate::core::transport::Transport).
 macro_rules! router_handle {
     ($client:ty, $example:literal $(, $async:tt $await:tt)?) => {
-        /// Two pools (each a client: a ring and its servers) combined by one route: warm-up
-        /// or migration from an old ring to a new one, a gutter pool for failed servers, or
-        /// two mirrored pools. What each command does under each route is in
+        /// A route over pools (each a client: a ring and its servers): warm-up or migration
+        /// from an old ring to a new one, a gutter pool for failed servers, two mirrored
+        /// pools, or a composed route over any number of pools (by key prefix, by command,
+        /// replicated across zones). What each command does under each route is in
         /// [`memshard::routes`](crate::routes).
         ///
         #[doc = $example]
         #[derive(Clone)]
         pub struct Router {
-            /// First and second pool (new/old, main/gutter, a/b).
-            pools: [$client; 2],
-            state: std::sync::Arc<$crate::routes::State>,
+            tree: std::sync::Arc<$crate::routes::policy::Tree<$client>>,
         }
 
         impl std::fmt::Debug for Router {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                self.route().describe(f)
+                f.debug_struct("Router").field("route", &self.tree.root.describe()).finish()
             }
         }
 
         impl Router {
-            fn route(&self) -> $crate::routes::flow::Route<'_, $client> {
-                $crate::routes::flow::Route::new(&self.pools, &self.state)
-            }
-
             fn with(kind: $crate::routes::Kind, first: $client, second: $client) -> Router {
-                Router {
-                    pools: [first, second],
-                    state: std::sync::Arc::new($crate::routes::State::new(kind)),
-                }
+                let names = kind.pool_names().map(String::from);
+                let counters = std::sync::Arc::<$crate::routes::Counters>::default();
+                let pools = vec![(names[0].clone(), first.clone()), (names[1].clone(), second.clone())];
+                let state = $crate::routes::State::counting(kind, std::sync::Arc::clone(&counters));
+                let root = Box::new($crate::routes::policy::pair::Pair { pools: [first, second], names, state });
+                Router { tree: std::sync::Arc::new($crate::routes::policy::Tree { root, pools, counters }) }
             }
 
             /// Read `new`, fall back to `old` on a miss and copy what `old` had into `new`
@@ -67,43 +64,102 @@ macro_rules! router_handle {
                 Ok(Router::with($crate::routes::flow::mirror_kind(&a.ring(), &b.ring(), policy)?, a, b))
             }
 
-            /// The route's counters so far.
+            /// The route `route` over `pools`, each a name and its client: a prefix selector,
+            /// an operation selector, zones, or any of the two-pool routes, nested.
+            /// [`Error::Config`]($crate::Error::Config) when the route names a pool not
+            /// given, or a policy's settings do not hold (zones sharing a server, a gutter's
+            /// main pool that auto-ejects, a command with no route).
+            pub fn compose<N: Into<String>>(
+                route: &$crate::routes::RouteNode,
+                pools: impl IntoIterator<Item = (N, $client)>,
+            ) -> $crate::Result<Router> {
+                let pools: Vec<(String, $client)> = pools.into_iter().map(|(n, c)| (n.into(), c)).collect();
+                if pools.is_empty() {
+                    return Err($crate::Error::Config("a route needs at least one pool".into()));
+                }
+                let counters = std::sync::Arc::<$crate::routes::Counters>::default();
+                let root = route.build(&pools, &counters, std::time::SystemTime::now())?;
+                Ok(Router { tree: std::sync::Arc::new($crate::routes::policy::Tree { root, pools, counters }) })
+            }
+
+            /// The router a route file describes, each pool's client built from the file's
+            /// settings and the library's defaults.
+            #[cfg(feature = "peer-config")]
+            #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
+            pub fn from_file(file: &$crate::routes::RouteFile) -> $crate::Result<Router> {
+                Router::from_file_with(file, |_, b| b)
+            }
+
+            /// [`from_file`](Self::from_file), each pool's client starting from
+            /// `base(pool name, builder)` (settings the file does not give, such as
+            /// credentials, TLS or pool size); the file's settings are applied over it.
+            #[cfg(feature = "peer-config")]
+            #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
+            pub fn from_file_with(
+                file: &$crate::routes::RouteFile,
+                mut base: impl FnMut(&str, $crate::Builder<$client>) -> $crate::Builder<$client>,
+            ) -> $crate::Result<Router> {
+                let mut pools = Vec::with_capacity(file.pools.len());
+                for (name, _) in &file.pools {
+                    let b = file.builder(name, base(name, <$client>::builder()));
+                    pools.push((name.clone(), b.build()?));
+                }
+                Router::compose(&file.route, pools)
+            }
+
+            /// The route's counters so far (every policy of a composed route counts into
+            /// them).
             pub fn stats(&self) -> $crate::routes::RouteStats {
-                self.state.counters.snapshot()
+                self.tree.counters.snapshot()
             }
 
-            /// The client of pool `role`.
+            /// The client of pool `role` of a two-pool route (of a composed route: its first
+            /// and second pool).
             pub fn pool(&self, role: $crate::routes::PoolRole) -> &$client {
-                &self.pools[role.index()]
+                self.tree.pool(role.index())
             }
 
-            /// Where a warm-up or migration stands now (`None` for a gutter or mirror).
+            /// The client of the pool named `name` (`new`, `old`, `main`, `gutter`, `a` or `b`
+            /// for a two-pool route; a composed route's own names).
+            pub fn pool_named(&self, name: &str) -> Option<&$client> {
+                self.tree.named(name)
+            }
+
+            /// The route's pool names, in order.
+            pub fn pool_names(&self) -> Vec<&str> {
+                self.tree.pools.iter().map(|(n, _)| n.as_str()).collect()
+            }
+
+            /// Where a warm-up or migration stands now (`None` for another route; a composed
+            /// route's first migration).
             pub fn phase(&self) -> Option<$crate::routes::Phase> {
-                self.state.kind.phase(std::time::SystemTime::now())
+                self.tree.root.phase()
             }
 
             /// `get`: see [the table](crate::routes) for each route.
             pub $($async)? fn get(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().get(key.as_ref()))
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.get(key.as_ref()))
             }
 
             /// `gets`: the value and a token naming the copy it came from, for
             /// [`cas`](Self::cas).
             pub $($async)? fn gets(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::routes::RouteItem>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().gets(key.as_ref()))
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.gets(key.as_ref()))
             }
 
             /// Get many keys: see [the table](crate::routes) for each route. A backfill
             /// (warm-up) is one `add` per key that only the old pool had.
             #[must_use = "each key has its own result"]
             pub $($async)? fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<$crate::Result<Option<$crate::Item>>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().get_multi(keys))
+                let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.get_multi(&keys))
             }
 
             /// A storage command of `key` with `flags` and `expiry` (what `storage_method`
             /// calls).
             $($async)? fn store_for(&self, cmd: $crate::proto::StoreCommand, key: &[u8], value: &[u8], flags: u32, expiry: $crate::Expiry) -> $crate::Result<$crate::StoreOutcome> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().store(cmd, (key, value), (flags, expiry)))
+                let w = $crate::routes::Write::Store { cmd, value, flags, exptime: expiry.exptime_now() };
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.write(key, w)).and_then($crate::routes::Written::into_store)
             }
 
             $crate::core::api::storage_method!(
@@ -131,22 +187,25 @@ macro_rules! router_handle {
 
             /// `delete`: see [the table](crate::routes) for each route.
             pub $($async)? fn delete(&self, key: impl AsRef<[u8]>) -> $crate::Result<$crate::DeleteOutcome> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().delete(key.as_ref()))
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.write(key.as_ref(), $crate::routes::Write::Delete)).and_then($crate::routes::Written::into_delete)
             }
 
             /// `touch`: see [the table](crate::routes) for each route.
             pub $($async)? fn touch(&self, key: impl AsRef<[u8]>, expiry: impl Into<$crate::Expiry>) -> $crate::Result<$crate::TouchOutcome> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().touch(key.as_ref(), expiry.into()))
+                let w = $crate::routes::Write::Touch(expiry.into().exptime_now());
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.write(key.as_ref(), w)).and_then($crate::routes::Written::into_touch)
             }
 
             /// `incr`: see [the table](crate::routes) for each route.
             pub $($async)? fn incr(&self, key: impl AsRef<[u8]>, delta: u64) -> $crate::Result<Option<u64>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().arith(true, key.as_ref(), delta))
+                let w = $crate::routes::Write::Arith { incr: true, delta };
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.write(key.as_ref(), w)).and_then($crate::routes::Written::into_arith)
             }
 
             /// `decr`: see [the table](crate::routes) for each route.
             pub $($async)? fn decr(&self, key: impl AsRef<[u8]>, delta: u64) -> $crate::Result<Option<u64>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().arith(false, key.as_ref(), delta))
+                let w = $crate::routes::Write::Arith { incr: false, delta };
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.write(key.as_ref(), w)).and_then($crate::routes::Written::into_arith)
             }
 
             /// `cas` with a token from this route's [`gets`](Self::gets), on the copy it came
@@ -171,14 +230,15 @@ macro_rules! router_handle {
                 expiry: impl Into<$crate::Expiry>,
                 token: &$crate::routes::RouteCas,
             ) -> $crate::Result<$crate::StoreOutcome> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().cas(key.as_ref(), value.as_ref(), flags, expiry.into(), token))
+                let v = $crate::routes::policy::Stored { value: value.as_ref(), flags, expiry: expiry.into() };
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.cas(key.as_ref(), v, token))
             }
 
             /// Read `key` from both pools and compare value and flags: false (and counted as a
             /// divergence) when both have it and the copies differ. A copy missing from one
             /// pool is not a divergence (it was deleted, or never reached it).
             pub $($async)? fn verify(&self, key: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().verify(key.as_ref()))
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.verify(key.as_ref()))
             }
 
             /// Set many items: see [the table](crate::routes) for each route. Results in
@@ -190,14 +250,16 @@ macro_rules! router_handle {
                 flags: u32,
                 expiry: impl Into<$crate::Expiry>,
             ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().set_multi(items, flags, expiry.into()))
+                let items: Vec<(&[u8], &[u8])> = items.iter().map(|(k, v)| (k.as_ref(), v.as_ref())).collect();
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.set_multi(&items, flags, expiry.into()))
             }
 
             /// Delete many keys: see [the table](crate::routes) for each route. Results in
             /// input order.
             #[must_use = "each key has its own result"]
             pub $($async)? fn delete_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<$crate::Result<$crate::DeleteOutcome>> {
-                $crate::core::transport::drive!($($await)?; &self.pools[0]; self.route().delete_multi(keys))
+                let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+                $crate::core::transport::drive!($($await)?; self.tree.pool(0); self.tree.root.delete_multi(&keys))
             }
         }
     };

@@ -102,14 +102,20 @@ pub mod file;
 pub(crate) mod flow;
 mod gutter_log;
 pub(crate) mod handle;
+mod node;
+pub mod policy;
 mod spec;
 mod stats;
 mod write;
+#[cfg(feature = "peer-config")]
+mod yaml;
 
 pub use cas::{PoolRole, RouteCas, RouteItem};
 #[cfg(feature = "peer-config")]
 #[cfg_attr(docsrs, doc(cfg(feature = "peer-config")))]
-pub use file::{PoolConfig, RouteFile, RouteSpec};
+pub use file::{PoolConfig, RouteFile};
+pub use node::RouteNode;
+pub use policy::pair::RouteSpec;
 pub use spec::{Migration, Phase, ReadPolicy};
 pub use stats::RouteStats;
 
@@ -140,15 +146,21 @@ pub(crate) enum Mode {
 #[derive(Debug)]
 pub(crate) struct State {
     pub(crate) kind: Kind,
-    pub(crate) counters: Counters,
+    pub(crate) counters: std::sync::Arc<Counters>,
     pub(crate) gutter: GutterLog,
 }
 
 impl State {
+    #[cfg(test)]
     pub(crate) fn new(kind: Kind) -> State {
+        State::counting(kind, std::sync::Arc::default())
+    }
+
+    /// A route of `kind` counting into `counters` (a composed route's, shared by its parts).
+    pub(crate) fn counting(kind: Kind, counters: std::sync::Arc<Counters>) -> State {
         State {
             kind,
-            counters: Counters::default(),
+            counters,
             gutter: GutterLog::default(),
         }
     }

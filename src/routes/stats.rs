@@ -71,6 +71,20 @@ counters! {
     mirror_partial_writes,
     /// Mirror copies found to differ (by `verify`, or two results of one command).
     mirror_divergences,
+    /// Keys a prefix route sent to its default route (they matched no prefix).
+    prefix_defaults,
+    /// Keys a prefix route refused: they matched no prefix and it has no default.
+    unmatched,
+    /// Reads a zone route sent past the local zone, after a miss or a failure there.
+    zone_fallback_reads,
+    /// Those reads that found the key.
+    zone_fallback_hits,
+    /// Writes a zone route refused because fewer zones took them than its acknowledgement
+    /// policy needs (the zones that took them keep them).
+    zone_short_writes,
+    /// Zone copies found to differ (by `verify`, or two results of one read-modify command;
+    /// the copy the caller was not told about is deleted).
+    zone_divergences,
 }
 
 impl Counters {

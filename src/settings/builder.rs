@@ -196,7 +196,7 @@ pub(crate) fn weighted_if_weights(flavor: Flavor, rule: bool, servers: &[Server]
 /// # Ok::<(), memshard::Error>(())
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct Builder<C = crate::Client> {
+pub struct Builder<C> {
     pub(crate) settings: Settings,
     client: PhantomData<fn() -> C>,
 }

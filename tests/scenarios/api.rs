@@ -587,8 +587,13 @@ mod blocking_impl {
     use std::sync::Arc;
     use std::time::Duration;
 
-    impl_api!(memshard::Client, memshard::Builder, "blocking", threads,);
-    impl_parity_api!(memshard::Client, memshard::Builder,);
+    impl_api!(
+        memshard::Client,
+        memshard::Builder<memshard::Client>,
+        "blocking",
+        threads,
+    );
+    impl_parity_api!(memshard::Client, memshard::Builder<memshard::Client>,);
 
     fn threads(
         c: &memshard::Client,
