@@ -12,7 +12,7 @@ use super::view::Member;
 use crate::error::{Error, Result};
 use crate::outcome::Item;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::future::{Ready, ready};
+use std::future::{Future, Ready, ready};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -278,5 +278,44 @@ impl Transport for Fake {
 
     fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
         self.core.written_elsewhere(key).map(drop)
+    }
+}
+
+/// A shared fake, for routes that hold their pools' clients by value.
+impl<T: Transport + Send + Sync> Transport for Arc<T> {
+    type Pool = T::Pool;
+
+    fn core(&self) -> &Core<T::Pool> {
+        (**self).core()
+    }
+
+    fn on<E: Work>(
+        &self,
+        m: &Arc<Member<T::Pool>>,
+        ex: &mut E,
+    ) -> impl Future<Output = Result<E::Output>> + Send {
+        (**self).on(m, ex)
+    }
+
+    fn on_each<E: Work>(
+        &self,
+        work: Vec<(Arc<Member<T::Pool>>, E)>,
+    ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send {
+        (**self).on_each(work)
+    }
+
+    fn get_multi<K: AsRef<[u8]> + Sync>(
+        &self,
+        keys: &[K],
+    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
+        (**self).get_multi(keys)
+    }
+
+    fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {
+        (**self).pause(pause)
+    }
+
+    fn written_elsewhere(&self, key: &[u8]) -> Result<()> {
+        (**self).written_elsewhere(key)
     }
 }

@@ -121,7 +121,7 @@ impl RouteNode {
 
     /// The route built over `pools`' clients, counting into `counters`; a `start: now`
     /// migration starts at `now`.
-    pub(crate) fn build<T: Client>(
+    pub(crate) fn build<T: Client + Clone>(
         &self,
         pools: &[(String, T)],
         counters: &Arc<Counters>,
@@ -209,5 +209,246 @@ impl RouteNode {
                 Ok(RouteNode::Pair { spec, pools })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fake::Fake;
+    use crate::core::transport::{Transport, now};
+    use crate::error::Error;
+    use crate::outcome::StoreOutcome;
+    use crate::proto::StoreCommand;
+    use crate::routes::policy::operation::OperationRoute;
+    use crate::routes::policy::zones::{Ack, Zone};
+    use crate::routes::{Write, Written};
+
+    type Pools = Vec<(String, Arc<Fake>)>;
+
+    /// Pools `names`, each one server `127.0.9.{i + 1}:{port}`: a port per test, as a
+    /// server's health is the process's.
+    fn pools(names: &[&str], port: u16) -> Pools {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let f = Fake::new(&format!("127.0.9.{}:{port}", i + 1), |b| b);
+                (n.to_string(), Arc::new(f))
+            })
+            .collect()
+    }
+
+    fn set(w: &'static [u8]) -> Write<'static> {
+        Write::Store {
+            cmd: StoreCommand::Set,
+            value: w,
+            flags: 0,
+            exptime: 0,
+        }
+    }
+
+    fn held(p: &Pools, pool: usize, key: &str) -> Option<Vec<u8>> {
+        let server = p[pool].1.core().ring().servers()[0].addr.clone();
+        p[pool].1.held(&server, key)
+    }
+
+    /// The one server of pool `pool`.
+    fn fail(p: &Pools, pool: usize) {
+        let server = p[pool].1.core().ring().servers()[0].addr.clone();
+        p[pool].1.fail(&server);
+    }
+
+    #[test]
+    fn a_prefix_route_sends_each_key_to_its_prefix_s_pool() {
+        let p = pools(&["sessions", "pages", "rest"], 1);
+        let route = RouteNode::Prefix(PrefixRoute::new(
+            [
+                ("session:", RouteNode::pool("sessions")),
+                ("page:", RouteNode::pool("pages")),
+                ("page:admin:", RouteNode::pool("sessions")),
+            ],
+            Some(RouteNode::pool("rest")),
+        ));
+        let counters = Arc::default();
+        let root = route
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        for key in ["session:1", "page:2", "user:3", "page:admin:4"] {
+            let r = now(&p[0].1, root.write(key.as_bytes(), set(b"v")));
+            assert_eq!(r.ok(), Some(Written::Store(StoreOutcome::Stored)));
+        }
+        assert!(held(&p, 0, "session:1").is_some());
+        assert!(held(&p, 1, "page:2").is_some());
+        assert!(held(&p, 2, "user:3").is_some());
+        assert!(
+            held(&p, 0, "page:admin:4").is_some(),
+            "the longest prefix wins"
+        );
+        assert!(held(&p, 1, "page:admin:4").is_none());
+        let keys: Vec<&[u8]> = vec![b"user:3", b"session:1", b"none", b"page:2"];
+        let got = now(&p[0].1, root.get_multi(&keys));
+        let hits: Vec<bool> = got.iter().map(|r| matches!(r, Ok(Some(_)))).collect();
+        assert_eq!(hits, [true, true, false, true], "answers in input order");
+        assert_eq!(counters.snapshot().prefix_defaults, 3);
+
+        let strict = RouteNode::Prefix(PrefixRoute::new([("a:", RouteNode::pool("rest"))], None));
+        let root = strict
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        let e = now(&p[0].1, root.get(b"b:1"));
+        assert!(
+            matches!(&e, Err(Error::Route { route: "prefix", reason, .. }) if reason.contains("\"a:\"")),
+            "{e:?}"
+        );
+        let multi = now(&p[0].1, root.get_multi(&[&b"a:1"[..], b"b:1"]));
+        assert!(multi[0].is_ok() && multi[1].is_err());
+        assert_eq!(counters.snapshot().unmatched, 2);
+    }
+
+    fn zones(ack: Ack) -> RouteNode {
+        let z = |n: &str| Zone::new(n, RouteNode::pool(n));
+        RouteNode::Zones(ZoneRoute::new([z("a"), z("b"), z("c")], "b", ack))
+    }
+
+    #[test]
+    fn zones_write_everywhere_and_read_the_local_zone_first() {
+        let p = pools(&["a", "b", "c"], 2);
+        let counters = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        let r = now(&p[0].1, root.write(b"k", set(b"v1")));
+        assert_eq!(r.ok(), Some(Written::Store(StoreOutcome::Stored)));
+        for z in 0..3 {
+            assert_eq!(held(&p, z, "k").as_deref(), Some(&b"v1"[..]), "zone {z}");
+        }
+        let before: Vec<usize> = p.iter().map(|(_, f)| f.sent().len()).collect();
+        let got = now(&p[0].1, root.get(b"k")).expect("read");
+        assert_eq!(got.map(|i| i.value.to_vec()), Some(b"v1".to_vec()));
+        let after: Vec<usize> = p.iter().map(|(_, f)| f.sent().len()).collect();
+        assert_eq!(
+            [
+                after[0] - before[0],
+                after[1] - before[1],
+                after[2] - before[2]
+            ],
+            [0, 1, 0],
+            "read from the local zone only"
+        );
+
+        // the local zone fails: reads fall back, writes meet a quorum of 2 and the failed
+        // zone's server is held out of reads until it is repaired
+        fail(&p, 1);
+        let r = now(&p[0].1, root.write(b"k", set(b"v2")));
+        assert_eq!(r.ok(), Some(Written::Store(StoreOutcome::Stored)));
+        let got = now(&p[0].1, root.get(b"k")).expect("fallback");
+        assert_eq!(got.map(|i| i.value.to_vec()), Some(b"v2".to_vec()));
+        let s = counters.snapshot();
+        assert_eq!((s.zone_fallback_reads, s.zone_fallback_hits), (1, 1));
+        assert!(s.repairs_recorded >= 1);
+        lock_down_cleared(&p[1].1);
+        let got = now(&p[0].1, root.get(b"k")).expect("read");
+        assert_eq!(
+            got.map(|i| i.value.to_vec()),
+            Some(b"v2".to_vec()),
+            "the zone that missed the write is not read before it is repaired"
+        );
+
+        let all = zones(Ack::All)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        fail(&p, 2);
+        let e = now(&p[0].1, all.write(b"k2", set(b"v")));
+        assert!(
+            matches!(&e, Err(Error::Route { route: "zones", reason, .. }) if reason.contains("of 3 zones took it and the route needs 3")),
+            "{e:?}"
+        );
+        let fresh = pools(&["a", "b", "c"], 3);
+        let one = zones(Ack::One)
+            .build(&fresh, &counters, SystemTime::now())
+            .expect("builds");
+        fail(&fresh, 0);
+        fail(&fresh, 1);
+        let e = now(&fresh[0].1, one.write(b"k3", set(b"v")));
+        assert!(e.is_ok(), "one zone is enough: {e:?}");
+        assert!(counters.snapshot().zone_short_writes >= 1);
+    }
+
+    fn lock_down_cleared(f: &Fake) {
+        f.down.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    #[test]
+    fn zones_may_not_share_a_server_and_the_local_zone_must_be_read() {
+        let mut p = pools(&["a", "b"], 5);
+        p.push(("c".into(), Arc::new(Fake::new("127.0.9.1:5", |b| b))));
+        let counters = Arc::default();
+        let e = zones(Ack::One).build(&p, &counters, SystemTime::now());
+        assert!(matches!(e, Err(Error::Config(m)) if m.contains("share server 127.0.9.1:5")));
+        let z = |n: &str| Zone::new(n, RouteNode::pool(n));
+        let warming = RouteNode::Zones(ZoneRoute::new([z("a"), z("b").warming()], "b", Ack::One));
+        assert!(warming.build(&p, &counters, SystemTime::now()).is_err());
+        let missing = RouteNode::pool("nope").build(&p, &counters, SystemTime::now());
+        assert!(matches!(missing, Err(Error::Config(m)) if m.contains("\"nope\"")));
+    }
+
+    #[test]
+    fn an_operation_route_sends_deletes_to_every_zone_and_reads_to_one_pool() {
+        let p = pools(&["a", "b", "c"], 4);
+        let counters = Arc::default();
+        let route = OperationRoute::new(Some(RouteNode::pool("b")))
+            .with("delete", zones(Ack::All))
+            .expect("an operation");
+        let root = RouteNode::Operation(route)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        let z = zones(Ack::All)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        let r = now(&p[0].1, z.write(b"k", set(b"v")));
+        assert!(r.is_ok());
+        let r = now(&p[0].1, root.write(b"k", set(b"w")));
+        assert!(r.is_ok());
+        assert_eq!(
+            held(&p, 1, "k").as_deref(),
+            Some(&b"w"[..]),
+            "set: the default"
+        );
+        assert_eq!(held(&p, 0, "k").as_deref(), Some(&b"v"[..]));
+        let r = now(&p[0].1, root.write(b"k", Write::Delete));
+        assert_eq!(r.ok(), Some(Written::Delete(crate::DeleteOutcome::Deleted)));
+        assert!(
+            (0..3).all(|z| held(&p, z, "k").is_none()),
+            "delete: every zone"
+        );
+        let none = OperationRoute::new(None)
+            .with("get", RouteNode::pool("a"))
+            .expect("get");
+        let e = RouteNode::Operation(none).build(&p, &counters, SystemTime::now());
+        assert!(matches!(e, Err(Error::Config(m)) if m.contains("no route for set")));
+    }
+
+    #[test]
+    fn a_route_names_its_pools_and_gutter_mains() {
+        let route = RouteNode::Zones(ZoneRoute::new(
+            [
+                Zone::new("a", RouteNode::pool("a")),
+                Zone::new(
+                    "b",
+                    RouteNode::Pair {
+                        spec: RouteSpec::Gutter {
+                            ttl: std::time::Duration::from_secs(60),
+                        },
+                        pools: ["b".into(), "g".into()],
+                    },
+                ),
+            ],
+            "a",
+            Ack::All,
+        ));
+        assert_eq!(route.pools(), ["a", "b", "g"]);
+        assert_eq!(route.gutter_mains(), ["b"]);
+        assert_eq!(route.name(), "zones");
     }
 }

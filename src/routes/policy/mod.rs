@@ -181,13 +181,16 @@ pub(crate) fn join_all<'a, O: Send + 'a>(all: Vec<Fut<'a, O>>) -> Fut<'a, Vec<O>
     }))
 }
 
+/// Key indexes by child: `(child, indexes)` in first-seen order.
+pub(crate) type Groups = Vec<(usize, Vec<usize>)>;
+
 /// The indexes of `n` keys grouped by the child `child(i)` picks, children in first-seen
 /// order; a key whose child is `Err` keeps its error in `refused`.
 pub(crate) fn group<E>(
     n: usize,
     mut child: impl FnMut(usize) -> std::result::Result<usize, E>,
-) -> (Vec<(usize, Vec<usize>)>, Vec<(usize, E)>) {
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+) -> (Groups, Vec<(usize, E)>) {
+    let mut groups: Groups = Vec::new();
     let mut refused = Vec::new();
     for i in 0..n {
         match child(i) {
@@ -231,8 +234,8 @@ pub(crate) fn gather<O>(
 }
 
 /// A policy's clients for the transport, as `Send` futures need them.
-pub(crate) trait Client: Transport + Clone + Send + Sync + 'static {}
-impl<T: Transport + Clone + Send + Sync + 'static> Client for T {}
+pub(crate) trait Client: Transport + Send + Sync + 'static {}
+impl<T: Transport + Send + Sync + 'static> Client for T {}
 
 #[cfg(test)]
 mod tests {
