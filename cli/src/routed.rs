@@ -35,9 +35,10 @@ pub struct RouteFlags {
     /// default 3600).
     #[arg(long, value_name = "SECS", requires = "warm_from")]
     pub warm_backfill_ttl: Option<u32>,
-    /// A route file (YAML: route warm_up, migrate, gutter or mirror, and its two pools; see
-    /// the README). Replaces --servers; the connection flags apply to both pools unless the
-    /// file sets them.
+    /// A route file (YAML: route warm_up, migrate, gutter or mirror and its two pools, or
+    /// `pools:` by name and a composed `route:` by key prefix, by command or replicated
+    /// across zones; see the README). Replaces --servers; the connection flags apply to every
+    /// pool unless the file sets them.
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["servers", "twemproxy_config", "libmemcached_config", "flavor", "hash", "hash_tag", "warm_from"])]
     pub route: Option<PathBuf>,
@@ -152,12 +153,26 @@ pub fn counters(s: &RouteStats) -> Vec<(&'static str, u64)> {
     ]
 }
 
+/// The counters of the composing policies (prefix, zones), for a composed route's reports.
+pub fn composed_counters(s: &RouteStats) -> Vec<(&'static str, u64)> {
+    vec![
+        ("prefix_defaults", s.prefix_defaults),
+        ("unmatched", s.unmatched),
+        ("zone_fallback_reads", s.zone_fallback_reads),
+        ("zone_fallback_hits", s.zone_fallback_hits),
+        ("zone_short_writes", s.zone_short_writes),
+        ("zone_divergences", s.zone_divergences),
+    ]
+}
+
 /// The counters on one line: `route warm_up: fallback_reads=3 ...`.
 pub fn counters_line(r: &Routed) -> String {
-    let list: Vec<String> = counters(&r.router.stats())
-        .into_iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
+    let stats = r.router.stats();
+    let mut all = counters(&stats);
+    if !memshard::routes::RouteSpec::KINDS.contains(&r.name) {
+        all.extend(composed_counters(&stats));
+    }
+    let list: Vec<String> = all.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("route {}: {}", r.name, list.join(" "))
 }
 

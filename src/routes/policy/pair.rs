@@ -70,7 +70,7 @@ impl RouteSpec {
 
 impl RouteSpec {
     /// The names of the two-pool routes in a route file.
-    pub(crate) const KINDS: [&'static str; 4] = ["warm_up", "migrate", "gutter", "mirror"];
+    pub const KINDS: [&'static str; 4] = ["warm_up", "migrate", "gutter", "mirror"];
 
     /// The route `route` (given at `key`) with its settings from mapping `doc`.
     #[cfg(feature = "peer-config")]
