@@ -106,7 +106,11 @@ fn a_prefix_route_sends_each_prefix_to_its_pool() {
             assert_eq!(item.value, k.as_bytes());
         }
     }
-    assert_eq!(router.stats().prefix_defaults, 2 * OTHERS as u64, "set and read once each");
+    assert_eq!(
+        router.stats().prefix_defaults,
+        2 * OTHERS as u64,
+        "set and read once each"
+    );
     let deleted = router.delete_multi(&keys[..PER_PREFIX]);
     assert!(deleted.iter().all(|r| r.is_ok()));
     assert_eq!(servers[0].stat("curr_items"), 0);

@@ -331,3 +331,92 @@ fn route_flags_that_would_do_nothing_are_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--warm-from"), "{err}");
 }
+
+/// A composed route file (a prefix selector whose `session:` keys are replicated over two
+/// zones, the rest on one pool) drives set, get, delete and bench; each key lands where the
+/// route says (read raw from each server).
+#[test]
+fn a_composed_route_file_drives_set_get_delete_and_bench() {
+    if !require("memcached") {
+        return;
+    }
+    let s = servers(21, 3);
+    let yaml = format!(
+        r#"pools:
+  east: {{ servers: ["{}"] }}
+  west: {{ servers: ["{}"] }}
+  rest: {{ servers: ["{}"] }}
+route:
+  policy: prefix
+  prefixes:
+    "session:":
+      policy: zones
+      local: east
+      ack: all
+      zones: {{ east: east, west: west }}
+  default: rest
+"#,
+        s[0].addr(),
+        s[1].addr(),
+        s[2].addr()
+    );
+    let file = TempFile::new("composed.yml", &yaml);
+    let lines = "session:1\ts1\nsession:2\ts2\nuser:1\tu1\n";
+    let out = memshard(&["set", "--route", file.path()], lines.as_bytes());
+    let err = ok(&out, "set --route");
+    assert!(err.contains("route prefix:"), "{err}");
+    assert_eq!(s[0].raw_get(b"session:1").as_deref(), Some(&b"s1"[..]));
+    assert_eq!(s[1].raw_get(b"session:2").as_deref(), Some(&b"s2"[..]));
+    assert_eq!(s[2].raw_get(b"user:1").as_deref(), Some(&b"u1"[..]));
+    assert_eq!(s[2].raw_get(b"session:1"), None);
+    assert_eq!(s[0].raw_get(b"user:1"), None);
+
+    let out = memshard(
+        &["get", "--route", file.path()],
+        b"session:1\nsession:2\nuser:1\n",
+    );
+    let err = ok(&out, "get --route");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), lines);
+    assert!(
+        err.contains("3 hits, 0 misses") && err.contains("prefix_defaults=1 "),
+        "{err}"
+    );
+
+    let out = memshard(&["delete", "--route", file.path(), "session:1"], b"");
+    ok(&out, "delete --route");
+    assert_eq!(s[0].raw_get(b"session:1"), None);
+    assert_eq!(s[1].raw_get(b"session:1"), None, "deleted in every zone");
+
+    let out = memshard(
+        &[
+            "bench",
+            "--route",
+            file.path(),
+            "--ops",
+            "2000",
+            "--threads",
+            "2",
+            "--keys",
+            "100",
+            "--verify",
+        ],
+        b"",
+    );
+    ok(&out, "bench --route");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("through route prefix"), "{report}");
+    assert!(report.contains("wrong values: 0"), "{report}");
+
+    let bad = TempFile::new(
+        "unused.yml",
+        &format!(
+            "pools:\n  a: {{ servers: [\"{}\"] }}\n  b: {{ servers: [\"{}\"] }}\nroute: a\n",
+            s[0].addr(),
+            s[1].addr()
+        ),
+    );
+    let out = memshard(&["get", "--route", bad.path(), "k"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pool \"b\" is not used by the route"), "{err}");
+}
