@@ -762,6 +762,133 @@ mod tests {
         }
     }
 
+    const COMPOSED: &str = r#"
+pools:
+  sessions: { servers: ["127.0.0.1:11211"] }
+  east: { servers: ["127.0.0.1:11212"] }
+  west: { servers: ["127.0.0.1:11213"] }
+  west_gutter: { servers: ["127.0.0.1:11214"] }
+route:
+  policy: prefix
+  prefixes:
+    "session:": sessions
+  default:
+    policy: operation
+    get: east
+    default:
+      policy: zones
+      local: east
+      ack: one
+      zones:
+        east: east
+        west: { policy: gutter, main: west, gutter: west_gutter, ttl: 60 }
+"#;
+
+    /// The second form: pools by name, a route nested to any depth, each pool built once
+    /// (a gutter's main without auto-eject).
+    #[test]
+    fn a_composed_route_names_its_pools() {
+        let f = RouteFile::parse(COMPOSED).expect("valid");
+        assert_eq!(f.name(), "prefix");
+        let names: Vec<&str> = f.pools.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["sessions", "east", "west", "west_gutter"]);
+        assert_eq!(f.route.pools(), ["sessions", "east", "west", "west_gutter"]);
+        assert_eq!(f.route.gutter_mains(), ["west"]);
+        let eject = Builder::<crate::Client>::default()
+            .failure_policy(FailurePolicy::default().with_auto_eject(true));
+        assert!(!f.builder("west", eject.clone()).settings.policy.auto_eject);
+        assert!(f.builder("east", eject).settings.policy.auto_eject);
+        let r = crate::Router::from_file(&f).expect("builds without connecting");
+        assert_eq!(r.pool_names(), names);
+        let shown = format!("{r:?}");
+        for part in [
+            "prefix",
+            "operation",
+            "zones",
+            "east (local)",
+            "gutter",
+            "127.0.0.1:11214",
+        ] {
+            assert!(shown.contains(part), "{part} not in {shown}");
+        }
+        let single =
+            RouteFile::parse("pools:\n  a: { servers: [\"127.0.0.1:11211\"] }\nroute: a\n");
+        assert_eq!(single.expect("valid").name(), "pool");
+    }
+
+    #[test]
+    fn composed_route_errors_name_the_key_to_fix() {
+        let p =
+            "pools:\n  a: { servers: [\"127.0.0.1:1\"] }\n  b: { servers: [\"127.0.0.1:2\"] }\n";
+        let cases: &[(&str, &str)] = &[
+            ("route: b\n", "pool \"a\" is not used"),
+            ("route: c\n", "names pool \"c\", which is not under `pools`"),
+            (
+                "route: { policy: prefix, prefixes: { x: a }, default: b, extra: 1 }\n",
+                "unknown key `route.extra`",
+            ),
+            (
+                "route: { policy: prefix, prefixes: [a] }\n",
+                "`route.prefixes` is a list",
+            ),
+            ("route: { prefixes: { x: a } }\n", "`route` has no `policy`"),
+            (
+                "route: { policy: fastest }\n",
+                "`route.policy` is \"fastest\"",
+            ),
+            (
+                "route: { policy: operation, get: a, flush: b }\n",
+                "unknown key `route.flush`",
+            ),
+            (
+                "route: { policy: zones, zones: { a: a, b: b } }\n",
+                "needs `local`",
+            ),
+            (
+                "route: { policy: zones, local: c, zones: { a: a, b: b } }\n",
+                "not one of its zones",
+            ),
+            (
+                "route: { policy: zones, local: a, ack: most, zones: { a: a, b: b } }\n",
+                "`route.ack`",
+            ),
+            (
+                "route: { policy: zones, local: a, warming: [a], zones: { a: a, b: b } }\n",
+                "is warming",
+            ),
+            (
+                "route: { policy: zones, local: a, warming: [c], zones: { a: a, b: b } }\n",
+                "names \"c\"",
+            ),
+            (
+                "route: { policy: warm_up, new: a, old: b }\n",
+                "`backfill_ttl`",
+            ),
+            ("route: { policy: mirror, a: a }\n", "`route` needs `b`"),
+            (
+                "route: { policy: gutter, main: a, gutter: b, ttl: 60, read: random }\n",
+                "unknown key `route.read`",
+            ),
+            ("route: [a]\n", "`route` is a list"),
+            ("ttl: 5\nroute: a\n", "unknown key `ttl`"),
+        ];
+        for (route, want) in cases {
+            let yaml = format!("{p}{route}");
+            let m = err(&yaml);
+            assert!(m.contains(want), "{yaml:?}: {m:?} does not say {want:?}");
+        }
+        let m = err("pools: [a]\nroute: a\n");
+        assert!(m.contains("`pools` is a list"), "{m}");
+        let m = err("route: { policy: prefix }\nnew: { servers: [\"a:1\"] }\n");
+        assert!(m.contains("under `pools:`"), "{m}");
+        let eject = format!("{p}route: {{ policy: gutter, main: a, gutter: b, ttl: 60 }}\n")
+            .replace(
+                "[\"127.0.0.1:1\"] }",
+                "[\"127.0.0.1:1\"], auto_eject: true }",
+            );
+        assert!(err(&eject).contains("`a.auto_eject` is true"));
+    }
+
     #[test]
     fn load_names_the_file() {
         let dir = std::env::temp_dir().join(format!("memshard-route-file-{}", std::process::id()));
