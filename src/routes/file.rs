@@ -1,6 +1,6 @@
-//! A route in a file: the kind of route, its settings and its two pools, in YAML (the format
-//! twemproxy's `nutcracker.yml` uses), read into a [`RouteFile`] that builds the
-//! [`Router`](crate::Router).
+//! A route in a file, in YAML (the format twemproxy's `nutcracker.yml` uses), read into a
+//! [`RouteFile`] that each client's `Router::from_file` builds. Two forms: one of the four
+//! two-pool routes with its pools inline, or `pools:` by name and a composed `route:`.
 //!
 //! ```yaml
 //! route: warm_up              # warm_up | migrate | gutter | mirror
@@ -32,6 +32,29 @@
 //! auto-ejects (rehashing a failed server's keys onto its neighbours is what a gutter avoids):
 //! `auto_eject: true` there is an error. Unknown keys are errors too: a misspelt setting must
 //! not fall back to a default silently.
+//!
+//! The second form names its pools and composes routes over them:
+//!
+//! ```yaml
+//! pools:
+//!   east: { servers: ["10.0.1.1:11211", "10.0.1.2:11211"] }
+//!   west: { servers: ["10.0.2.1:11211", "10.0.2.2:11211"] }
+//!   rest: { servers: ["10.0.3.1:11211"], flavor: twemproxy }
+//! route:                       # a pool's name, or a mapping with `policy`
+//!   policy: prefix
+//!   prefixes:
+//!     "session:": { policy: zones, local: east, ack: quorum, zones: { east: east, west: west } }
+//!   default: rest
+//! ```
+//!
+//! | policy | keys |
+//! |---|---|
+//! | `prefix` | `prefixes` (a mapping of key prefix to route), `default` (a route; optional) |
+//! | `operation` | a route per command: `get`, `set`, `add`, `replace`, `append`, `prepend`, `cas`, `touch`, `incr`, `decr`, `delete`; `default` |
+//! | `zones` | `zones` (a mapping of zone name to route, in fallback order), `local` (required), `ack` (`one`, `quorum` (default) or `all`), `warming` (a list of zone names) |
+//! | `warm_up`, `migrate`, `gutter`, `mirror` | the route's settings as above, its two pools by name (`new`/`old`, `main`/`gutter`, `a`/`b`) |
+//!
+//! Every pool must be used by the route and every pool the route names must be under `pools`.
 
 use super::yaml::{bad, count, flag, shown, string, unknown_keys};
 use super::{RouteNode, RouteSpec};

@@ -1,7 +1,10 @@
 //! Routes between pools: change the cluster, the ring flavour or the hash without a miss
-//! storm, survive a server's loss without overloading its neighbours, keep two pools in step.
-//! A [`Router`](crate::Router) (and [`aio::Router`](crate::aio::Router) with feature `async`)
-//! combines two clients, each a ring and its servers, in one of four ways.
+//! storm, survive a server's loss without overloading its neighbours, keep two pools in step,
+//! send each key prefix to its own pool, replicate across zones. A [`Router`](crate::Router)
+//! (and [`aio::Router`](crate::aio::Router) with feature `async`) combines clients, each a
+//! ring and its servers: two of them in one of the four two-pool routes below, or any number
+//! in a route composed of [`policy`] parts (a prefix selector whose `session:` keys are
+//! replicated over zones, one of which has a gutter), described by a [`RouteNode`].
 //!
 //! Rules every route keeps:
 //!
@@ -85,15 +88,44 @@
 //! key only the other pool still has counts from nothing there, so the other copy is deleted
 //! as divergent.
 //!
+//! # Composed routes: [`Router::compose`](crate::Router::compose), [`RouteNode`]
+//!
+//! Each policy's children are pools or other policies; the four routes above are leaves over
+//! two pools. Every policy counts into the router's one [`RouteStats`].
+//!
+//! **Prefix** ([`policy::prefix`], mcrouter `PrefixSelectorRoute`): every command of a key
+//! goes to the route of the longest prefix the key starts with, else to the default; with no
+//! default, it is refused with [`Error::Route`] (counted as `unmatched`), never guessed.
+//! Multi-key commands split by route and answer in input order.
+//!
+//! **Operation** ([`policy::operation`], mcrouter `OperationSelectorRoute`): each command goes
+//! to the route named for it (`get` covers `gets` and `get_multi`; `set`, `set_multi`;
+//! `delete`, `delete_multi`), the others to the default; a command with neither is a
+//! configuration error when the route is built.
+//!
+//! **Zones** ([`policy::zones`], Netflix EVCache; mcrouter `AllSyncRoute`,
+//! `AllMajorityRoute`, `MissFailoverRoute`):
+//!
+//! | command | what the route does |
+//! |---|---|
+//! | `get`, `gets`, `get_multi` | the local zone; a miss or a failure there is read from the other read zones in order (`zone_fallback_reads`, `zone_fallback_hits`); warming zones are never read |
+//! | `set`, `add`, `replace`, `append`, `prepend`, `touch`, `delete`, `incr`, `decr` (and multi) | every zone, together; the answer of the first read zone (local first) that took it, once the [`Ack`](policy::zones::Ack) policy's count of read zones took it (`one`, `quorum`: more than half, `all`), else [`Error::Route`] naming how many did (`zone_short_writes`; the zones that took it keep it) |
+//! | (a zone that missed a write) | when a zone failed a write others took, its copy is repaired as above (deleted, or its server held out of reads until the key is deleted there); a read-modify command that answered differently in a zone deletes that zone's copy (`zone_divergences`) |
+//! | `cas` | the zone whose servers include the token's; the other zones' copies are then deleted |
+//! | `verify` | reads every read zone and compares value and flags |
+//!
+//! Zones must not share a server, the local zone must be read (not warming), and a zone can be
+//! any route (a pool, a gutter route, a prefix selector).
+//!
 //! # Not on a route
 //!
 //! `gat`, `gats`, `get_or_compute` (leases), the typed-value commands, `stats`, `flush_all`,
 //! `version` and the other server-wide commands are not routed: call them on one pool's
 //! client ([`Router::pool`](crate::Router::pool)), knowing which copy they touch.
 //!
-//! Layer: routes. The decisions here are sans-IO; the two `Router` handles drive them over the
-//! clients. May import: `core` (keys and location), the clients' public API,
-//! `settings`, `error`.
+//! Layer: routes. The decisions here are sans-IO or written once over the clients' shared
+//! transport; the two `Router` handles (expanded in each client's module) drive them. May
+//! import: `core`, `settings`, `error`, `proto`, `ring`, `value`, `observe` — never a client.
 
 mod cas;
 #[cfg(feature = "peer-config")]

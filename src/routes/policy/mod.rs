@@ -1,9 +1,10 @@
 //! Route policies: small parts that compose into a route over any number of pools. Each
-//! policy is one file and one [`Policy`] implementation, written once for both clients over
-//! their [`Transport`]; a policy's children are pools or other policies, so a prefix selector
-//! can send one prefix to a pool mid-migration and another to zones that each have a gutter.
-//! What each policy is in a route file, and how a [`RouteNode`](super::RouteNode) becomes a
-//! policy, is registered in one place: [`super::node`].
+//! policy is one file and one implementation of the crate's policy trait, written once for
+//! both clients over the transport they share; a policy's children are pools or other
+//! policies, so a prefix selector can send one prefix to a pool mid-migration and another to
+//! zones that each have a gutter. What each policy is in a route file, and how a
+//! [`RouteNode`](super::RouteNode) becomes a policy, is registered in one place (the module
+//! that defines `RouteNode`).
 //!
 //! The pattern is quinn-proto's congestion controllers (`congestion.rs` and one file per
 //! algorithm) and redis-rs's read-routing strategies: a small trait, one strategy per file.

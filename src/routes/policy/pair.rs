@@ -1,5 +1,5 @@
-//! The four two-pool routes (warm-up, migration, gutter, mirror) as one policy: the flows of
-//! [`crate::routes::flow`] over two pools, which stay leaves (a pool mid-migration under a
+//! The four two-pool routes (warm-up, migration, gutter, mirror) as one policy: the route
+//! flows over two pools, which stay leaves (a pool mid-migration under a
 //! prefix, a zone with a gutter).
 
 use super::{Client, Fut, Items, Node, Policy, Stored};
