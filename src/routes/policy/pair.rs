@@ -144,8 +144,8 @@ impl RouteSpec {
         })
     }
 
-    /// The keys route `self` takes, beyond its name and pools.
-    pub(crate) fn keys(&self) -> &'static [&'static str] {
+    /// The keys of the route's settings in a route file, beyond its name and pools.
+    pub fn keys(&self) -> &'static [&'static str] {
         match self {
             RouteSpec::WarmUp { .. } => &["backfill_ttl"],
             RouteSpec::Migrate { .. } => &["backfill_ttl", "start", "window", "tail"],
