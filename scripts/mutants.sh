@@ -43,6 +43,9 @@ FILES[stampede]='src/settings/stampede.rs src/core/exchange/lease.rs src/core/le
 TESTS[stampede]='--lib --test stampede_live'
 FILES[routes]='src/routes/**'
 TESTS[routes]='--lib --test routes_semantics_live'
+FILES[policies]='src/routes/policy/** src/routes/node.rs'
+TESTS[policies]='--lib --test composed_routes_live'
+FILTER[policies]='test(/^routes::/) | binary_id(memshard::composed_routes_live)'
 FILES[tls]='src/core/tls.rs src/settings/tls.rs src/core/auth.rs src/settings/credentials.rs'
 # (cli/tests/tls_live.rs is the CLI package's: cargo-mutants runs this package's tests only)
 TESTS[tls]='--lib --test tls_auth_live'
