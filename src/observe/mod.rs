@@ -283,6 +283,22 @@ pub(crate) fn placement_checked(
     }
 }
 
+/// A route refused `command` of `key` (a key no prefix matches, a write too few zones took,
+/// a CAS token from another copy): a warning, as the caller gets an error it must handle.
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+#[inline]
+pub(crate) fn route_refused(route: &str, command: &str, key: &[u8], reason: &str) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        target: "memshard",
+        route,
+        command,
+        key = %String::from_utf8_lossy(key),
+        reason,
+        "memshard: route refused a command"
+    );
+}
+
 /// The server list was replaced: `servers` servers now.
 #[inline]
 pub(crate) fn servers_changed(servers: usize) {
@@ -376,6 +392,7 @@ mod tests {
             super::rejoined(&p, "10.0.0.2:11211", None);
             super::servers_changed(4);
             super::discovery_applied("cfg:11211", 7, 3);
+            super::route_refused("zones", "set", b"k1", "1 of 3 zones took it");
         });
         let got = events.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let want = [
@@ -384,6 +401,11 @@ mod tests {
             (Level::INFO, "flushed=true", "server back"),
             (Level::INFO, "servers=4", "server list changed"),
             (Level::INFO, "version=7", "cluster configuration applied"),
+            (
+                Level::WARN,
+                "reason=\"1 of 3 zones took it\"",
+                "route refused",
+            ),
         ];
         assert_eq!(got.len(), want.len(), "{got:?}");
         for ((level, text), (l, field, message)) in got.iter().zip(want) {

@@ -138,9 +138,15 @@ impl Count {
         self.counters.add(self.route, c, n as u64);
     }
 
-    /// The refusal of `command` on `key`, counted.
+    /// The refusal of `command` on `key`, counted as `refused`.
     pub(crate) fn refuse(&self, command: &'static str, key: &[u8], reason: String) -> Error {
         self.one(Counter::refused);
+        self.refusal(command, key, reason)
+    }
+
+    /// The refusal of `command` on `key` (the caller counts it), as an event and an error.
+    pub(crate) fn refusal(&self, command: &'static str, key: &[u8], reason: String) -> Error {
+        crate::observe::route_refused(self.route, command, key, &reason);
         Error::Route {
             route: self.route,
             command,

@@ -6,7 +6,7 @@
 
 use super::{Client, Count, Fut, Items, Node, Policy, Stored, gather, group, join_all};
 use crate::Expiry;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::outcome::{DeleteOutcome, Item, StoreOutcome};
 use crate::routes::{Counter, RouteCas, RouteItem, Write, Written};
 
@@ -153,15 +153,11 @@ impl<T: Client> Prefix<T> {
             .iter()
             .map(|p| format!("{:?}", String::from_utf8_lossy(p)))
             .collect();
-        Err(Error::Route {
-            route: "prefix",
-            command,
-            key: String::from_utf8_lossy(key).into_owned(),
-            reason: format!(
-                "the key starts with none of the prefixes {} and the route has no default: give it a default route or a prefix for this key",
-                shown.join(", ")
-            ),
-        })
+        let reason = format!(
+            "the key starts with none of the prefixes {} and the route has no default: give it a default route or a prefix for this key",
+            shown.join(", ")
+        );
+        Err(self.count.refusal(command, key, reason))
     }
 
     fn child(&self, command: &'static str, key: &[u8]) -> Result<&Node<T>> {

@@ -379,16 +379,12 @@ impl<T: Client> Zones<T> {
             Some(e) => format!("{e}; "),
             None => String::new(),
         };
-        Err(Error::Route {
-            route: "zones",
-            command,
-            key: String::from_utf8_lossy(key).into_owned(),
-            reason: format!(
-                "{why}{acks} of {} zones took it and the route needs {needed} ({:?}); the zones that took it keep it",
-                self.order.len(),
-                self.ack
-            ),
-        })
+        let reason = format!(
+            "{why}{acks} of {} zones took it and the route needs {needed} ({:?}); the zones that took it keep it",
+            self.order.len(),
+            self.ack
+        );
+        Err(self.count.refusal(command, key, reason))
     }
 
     async fn write(&self, key: &[u8], w: Write<'_>) -> Result<Written> {
