@@ -328,18 +328,7 @@ impl<'r, T: Transport> Route<'r, T> {
     }
 
     async fn write_on(&self, p: PoolRole, key: &[u8], w: Write<'_>) -> Result<Written> {
-        let c = self.pool(p);
-        Ok(match w {
-            Write::Store {
-                cmd,
-                value,
-                flags,
-                exptime,
-            } => Written::Store(ops::store(c, cmd, key, value, (flags, exptime)).await?),
-            Write::Delete => Written::Delete(ops::delete(c, key).await?),
-            Write::Touch(exptime) => Written::Touch(ops::touch(c, key, exptime).await?),
-            Write::Arith { incr, delta } => Written::Arith(ops::arith(c, incr, key, delta).await?),
-        })
+        super::policy::pool::write_on(self.pool(p), key, w).await
     }
 
     pub(crate) async fn write(&self, key: &[u8], w: Write<'_>) -> Result<Written> {

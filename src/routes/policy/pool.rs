@@ -4,6 +4,7 @@
 use super::{Client, Count, Fut, Items, Policy, Stored};
 use crate::Expiry;
 use crate::core::ops;
+use crate::core::transport::Transport;
 use crate::error::{Error, Result};
 use crate::outcome::{DeleteOutcome, Item, StoreOutcome};
 use crate::proto::StoreCommand;
@@ -17,7 +18,11 @@ pub(crate) struct Pool<T> {
 }
 
 /// `w` on `client`'s copy of `key`.
-pub(crate) async fn write_on<T: Client>(client: &T, key: &[u8], w: Write<'_>) -> Result<Written> {
+pub(crate) async fn write_on<T: Transport>(
+    client: &T,
+    key: &[u8],
+    w: Write<'_>,
+) -> Result<Written> {
     Ok(match w {
         Write::Store {
             cmd,

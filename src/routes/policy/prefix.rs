@@ -163,6 +163,23 @@ impl<T: Client> Prefix<T> {
     fn child(&self, command: &'static str, key: &[u8]) -> Result<&Node<T>> {
         Ok(&self.children[self.pick(command, key)?])
     }
+
+    /// A multi-key command of `n` keys (`key(i)`), split by child: `call(child, indexes)`
+    /// for each, together; answers in input order, a refused key's error in its place.
+    async fn split<'a, O: Send + 'a>(
+        &'a self,
+        command: &'static str,
+        n: usize,
+        key: impl Fn(usize) -> &'a [u8],
+        call: impl Fn(&'a Node<T>, &[usize]) -> Fut<'a, Vec<Result<O>>>,
+    ) -> Vec<Result<O>> {
+        let (groups, refused) = group(n, |i| self.pick(command, key(i)));
+        let calls = groups
+            .iter()
+            .map(|(c, at)| call(&self.children[*c], at))
+            .collect();
+        gather(n, &groups, join_all(calls).await, refused)
+    }
 }
 
 impl<T: Client> Policy<T> for Prefix<T> {
@@ -181,19 +198,11 @@ impl<T: Client> Policy<T> for Prefix<T> {
     }
 
     fn get_multi<'a>(&'a self, keys: &'a [&'a [u8]]) -> Fut<'a, Vec<Result<Option<Item>>>> {
-        Box::pin(async move {
-            let (groups, refused) = group(keys.len(), |i| self.pick("get_multi", keys[i]));
-            let subs: Vec<Vec<&[u8]>> = groups
-                .iter()
-                .map(|(_, at)| at.iter().map(|&i| keys[i]).collect())
-                .collect();
-            let calls = groups
-                .iter()
-                .zip(&subs)
-                .map(|((c, _), sub)| self.children[*c].get_multi(sub))
-                .collect();
-            gather(keys.len(), &groups, join_all(calls).await, refused)
-        })
+        let call = move |c: &'a Node<T>, at: &[usize]| -> Fut<'a, _> {
+            let sub: Vec<&[u8]> = at.iter().map(|&i| keys[i]).collect();
+            Box::pin(async move { c.get_multi(&sub).await })
+        };
+        Box::pin(self.split("get_multi", keys.len(), |i| keys[i], call))
     }
 
     fn write<'a>(&'a self, key: &'a [u8], w: Write<'a>) -> Fut<'a, Result<Written>> {
@@ -221,35 +230,19 @@ impl<T: Client> Policy<T> for Prefix<T> {
         flags: u32,
         expiry: Expiry,
     ) -> Fut<'a, Vec<Result<StoreOutcome>>> {
-        Box::pin(async move {
-            let (groups, refused) = group(items.len(), |i| self.pick("set_multi", items[i].0));
-            let subs: Vec<Vec<(&[u8], &[u8])>> = groups
-                .iter()
-                .map(|(_, at)| at.iter().map(|&i| items[i]).collect())
-                .collect();
-            let calls = groups
-                .iter()
-                .zip(&subs)
-                .map(|((c, _), sub)| self.children[*c].set_multi(sub, flags, expiry))
-                .collect();
-            gather(items.len(), &groups, join_all(calls).await, refused)
-        })
+        let call = move |c: &'a Node<T>, at: &[usize]| -> Fut<'a, _> {
+            let sub: Vec<(&[u8], &[u8])> = at.iter().map(|&i| items[i]).collect();
+            Box::pin(async move { c.set_multi(&sub, flags, expiry).await })
+        };
+        Box::pin(self.split("set_multi", items.len(), |i| items[i].0, call))
     }
 
     fn delete_multi<'a>(&'a self, keys: &'a [&'a [u8]]) -> Fut<'a, Vec<Result<DeleteOutcome>>> {
-        Box::pin(async move {
-            let (groups, refused) = group(keys.len(), |i| self.pick("delete_multi", keys[i]));
-            let subs: Vec<Vec<&[u8]>> = groups
-                .iter()
-                .map(|(_, at)| at.iter().map(|&i| keys[i]).collect())
-                .collect();
-            let calls = groups
-                .iter()
-                .zip(&subs)
-                .map(|((c, _), sub)| self.children[*c].delete_multi(sub))
-                .collect();
-            gather(keys.len(), &groups, join_all(calls).await, refused)
-        })
+        let call = move |c: &'a Node<T>, at: &[usize]| -> Fut<'a, _> {
+            let sub: Vec<&[u8]> = at.iter().map(|&i| keys[i]).collect();
+            Box::pin(async move { c.delete_multi(&sub).await })
+        };
+        Box::pin(self.split("delete_multi", keys.len(), |i| keys[i], call))
     }
 
     fn verify<'a>(&'a self, key: &'a [u8]) -> Fut<'a, Result<bool>> {
