@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# chromium: cli/tests/plan_report.rs renders `plan --html` headless and reads its DOM and a
+# screenshot, as a person sees the report.
 # openssl: tests/tls_auth_live.rs makes a client certificate as memcached's TLS guides do
 # (`openssl x509 -req`, X.509 version 1).
 # The value peers of cli/tests/values_live.rs besides php-memcached and pylibmc: dalli, spymemcached
@@ -21,10 +23,10 @@ command -v javac >/dev/null || value_peers+=(default-jdk-headless)
 bash scripts/apt-install.sh \
     build-essential pkg-config memcached libmemcached-dev nutcracker openssl \
     php-cli php-memcached python3 python3-pylibmc "${value_peers[@]}" \
-    golang-go golang-github-bradfitz-gomemcache-dev python3-venv
+    golang-go golang-github-bradfitz-gomemcache-dev python3-venv chromium
 # Debian puts nutcracker in /usr/sbin, outside a normal user's PATH.
 export PATH="$PATH:/usr/sbin"
-for tool in memcached nutcracker openssl cc php /usr/bin/python3 ruby javac java node npm go; do
+for tool in memcached nutcracker openssl cc php /usr/bin/python3 ruby javac java node npm go chromium; do
     command -v "$tool" >/dev/null || { echo "missing $tool after installing" >&2; exit 1; }
 done
 # npm `memcached` 2.2.2 for tests/values/node_values.js: pinned by tests/values/package-lock.json

@@ -8,6 +8,8 @@ mod bench;
 mod demo;
 mod detect;
 mod plan_cmd;
+mod plan_html;
+mod plan_view;
 mod routed;
 mod security;
 mod values;
@@ -91,7 +93,9 @@ struct PlanArgs {
     /// Synthetic keys `key:<i>`.
     #[arg(long, default_value_t = 1_000_000, value_name = "N")]
     keys: u64,
-    /// The user's own key sample, one key per line (instead of --keys).
+    /// The user's own key sample, one key per line (instead of --keys). A line may repeat: an
+    /// access log (one key per request) gives request-weighted shares, and the keys that carry
+    /// the requests are listed.
     #[arg(long, value_name = "F", conflicts_with = "keys")]
     key_file: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -116,14 +120,25 @@ struct PlanArgs {
     /// The old ring's key hash (default: its flavor's).
     #[arg(long, value_name = "H", requires = "warm_from")]
     warm_from_hash: Option<String>,
-    /// Also write an SVG picture of the plan.
+    /// Also write an SVG picture of the plan (key share and weight share per server, share
+    /// moved per method).
     #[arg(long, value_name = "OUT")]
     svg: Option<PathBuf>,
+    /// Also write a self-contained HTML report (no network, no scripts): key share against
+    /// weight share per server, who moves to whom, what each method moves, the tag audit, the
+    /// keys that carry an access log's requests.
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
+    /// Print one table as CSV instead of text: servers (weights, shares, ratios) or moves
+    /// (method, from, to, keys).
+    #[arg(long, value_name = "TABLE", value_parser = ["servers", "moves"], conflicts_with = "json")]
+    csv: Option<String>,
     /// Worker threads (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Also print the classic imbalance table: a plain ketama ring with these points per server
-    /// (comma-separated, e.g. 1,10,100,1000) over the --servers list.
+    /// Also print the classic imbalance table of a textbook ring: unweighted md5 ketama with
+    /// these points per server (comma-separated, e.g. 1,10,100,1000) over the --servers
+    /// addresses (not the cluster's own ring: its weights and flavor are what the plan shows).
     #[arg(long, value_delimiter = ',', value_name = "N,...",
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_POINTS_PER_SERVER))]
     points: Vec<usize>,
@@ -1140,25 +1155,68 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         plan_migrate(&a, &keys)?;
         printed = true;
     }
-    if let Some(to) = a.to.as_ref().filter(|_| !a.migrate) {
-        let text = std::fs::read_to_string(to)
-            .map_err(|e| usage(format!("cannot read server list {}: {e}", to.display())))?;
-        let after = memshard::parse_server_list(&text)
-            .map_err(|e| usage(format!("{}: {e}", to.display())))?;
+    let sample = plan_sample(&keys);
+    // the cluster as it is when no change and no other report is asked for
+    let describe = a.to.is_none()
+        && !a.migrate
+        && a.vs_flavor.is_none()
+        && !a.tag_audit
+        && a.points.is_empty();
+    let audit = match (&keys, a.tag_audit, before.hash_tag()) {
+        (memshard::plan::Keys::List(list), true, Some(tag)) => {
+            let ring = Ring::with_point_hash(
+                before.servers().to_vec(),
+                before.flavor(),
+                Some(before.key_hash()),
+                Some(before.point_hash()),
+                Some(tag),
+            )
+            .map_err(usage)?;
+            Some((
+                memshard::plan::tag_audit(&ring, list, a.warn_share),
+                tag.to_string(),
+            ))
+        }
+        _ => None,
+    };
+    let change = a.to.as_ref().filter(|_| !a.migrate);
+    if change.is_some() || describe || a.html.is_some() || a.csv.is_some() {
+        let after = match change {
+            Some(to) => {
+                let text = std::fs::read_to_string(to)
+                    .map_err(|e| usage(format!("cannot read server list {}: {e}", to.display())))?;
+                memshard::parse_server_list(&text)
+                    .map_err(|e| usage(format!("{}: {e}", to.display())))?
+            }
+            None => before.servers().to_vec(),
+        };
         let p = plan_cmd::with_progress(keys.len(), |progress| {
             memshard::plan::plan_ring(&before, &after, &keys, threads, progress)
         })
         .map_err(usage)?;
-        if a.json {
+        let view = plan_view::View::new(&p, sample, change.is_none());
+        let top = top_keys(&keys, &before, 20);
+        if let Some(table) = &a.csv {
+            print!("{}", plan_view::csv(&view, table).map_err(usage)?);
+        } else if a.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&p).map_err(|e| usage(e.to_string()))?
+                serde_json::to_string_pretty(&plan_view::json(&view))
+                    .map_err(|e| usage(e.to_string()))?
             );
         } else {
-            print!("{}", plan_cmd::text(&p));
+            print!("{}", plan_view::text(&view));
+            if !top.is_empty() {
+                print!("{}", plan_cmd::top_text(&top, sample.lines));
+            }
         }
         if let Some(out) = &a.svg {
             std::fs::write(out, plan_cmd::svg(&p))?;
+            eprintln!("memshard plan: wrote {}", out.display());
+        }
+        if let Some(out) = &a.html {
+            let audit = audit.as_ref().map(|(a, t)| (a, t.as_str()));
+            std::fs::write(out, plan_html::html(&view, audit, &top))?;
             eprintln!("memshard plan: wrote {}", out.display());
         }
         printed = true;
@@ -1171,27 +1229,14 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
             before.flavor()
         );
         printed = true;
-    } else if a.tag_audit {
-        let tag = before.hash_tag().unwrap_or(HashTag::new(b'{', b'}'));
-        let ring = Ring::with_point_hash(
-            before.servers().to_vec(),
-            before.flavor(),
-            Some(before.key_hash()),
-            Some(before.point_hash()),
-            Some(tag),
-        )
-        .map_err(usage)?;
-        let memshard::plan::Keys::List(list) = &keys else {
-            return Err(usage("--tag-audit needs --key-file"));
-        };
-        let audit = memshard::plan::tag_audit(&ring, list, a.warn_share);
+    } else if let Some((audit, tag)) = audit.as_ref().filter(|_| a.csv.is_none()) {
         if a.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&audit).map_err(|e| usage(e.to_string()))?
+                serde_json::to_string_pretty(audit).map_err(|e| usage(e.to_string()))?
             );
         } else {
-            print!("{}", plan_cmd::audit_text(&audit, &tag.to_string()));
+            print!("{}", plan_cmd::audit_text(audit, tag));
         }
         printed = true;
     }
@@ -1207,7 +1252,7 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
             )));
         }
         println!(
-            "imbalance of a plain ketama ring over {} servers, {} keys:",
+            "imbalance of a textbook ring (unweighted md5 ketama, N points per server; not this cluster's ring) over {} servers, {} keys:",
             before.servers().len(),
             keys.len()
         );
@@ -1228,6 +1273,51 @@ fn plan(a: PlanArgs) -> Result<(), Failure> {
         ));
     }
     Ok(())
+}
+
+/// The key sample's lines and distinct keys.
+fn plan_sample(keys: &memshard::plan::Keys) -> plan_view::Sample {
+    match keys {
+        memshard::plan::Keys::Synthetic(n) => plan_view::Sample {
+            lines: *n,
+            distinct: *n,
+        },
+        memshard::plan::Keys::List(list) => {
+            let distinct: std::collections::HashSet<&[u8]> =
+                list.iter().map(Vec::as_slice).collect();
+            plan_view::Sample {
+                lines: list.len() as u64,
+                distinct: distinct.len() as u64,
+            }
+        }
+    }
+}
+
+/// The `n` keys of an access log that carry the most requests, each with its count and
+/// server (none when no key repeats).
+fn top_keys(keys: &memshard::plan::Keys, ring: &Ring, n: usize) -> Vec<(String, u64, String)> {
+    let memshard::plan::Keys::List(list) = keys else {
+        return Vec::new();
+    };
+    let mut counts: std::collections::HashMap<&[u8], u64> = std::collections::HashMap::new();
+    for k in list {
+        *counts.entry(k.as_slice()).or_default() += 1;
+    }
+    if counts.len() == list.len() {
+        return Vec::new();
+    }
+    let mut top: Vec<(&[u8], u64)> = counts.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    top.truncate(n);
+    top.into_iter()
+        .map(|(k, c)| {
+            let server = ring
+                .route(k)
+                .and_then(|i| ring.servers().get(i))
+                .map_or_else(|| "-".to_string(), |s| s.addr.clone());
+            (String::from_utf8_lossy(k).into_owned(), c, server)
+        })
+        .collect()
 }
 
 /// `plan --migrate`: the old and new rings (and their prefixes), then the library's arithmetic.

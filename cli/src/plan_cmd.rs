@@ -34,124 +34,6 @@ fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
 }
 
-/// The plan as text.
-pub fn text(p: &Plan) -> String {
-    let mut o = String::new();
-    let before = p
-        .servers
-        .iter()
-        .filter(|s| s.weight_before.is_some())
-        .count();
-    let after = p
-        .servers
-        .iter()
-        .filter(|s| s.weight_after.is_some())
-        .count();
-    // The flavor's own row is the "ketama" method; under a modulo or rendezvous flavor it is
-    // named after the flavor, so that no one reads a modulo peer's cost as ketama's.
-    let ketama = p
-        .flavor
-        .parse::<memshard::Flavor>()
-        .map_or(true, |f| f.is_ketama());
-    let own = if ketama { "ketama" } else { p.flavor.as_str() };
-    let _ = writeln!(
-        o,
-        "memshard plan: {} keys, {before} servers -> {after} servers, {} flavor {}",
-        p.keys,
-        if ketama { "ketama" } else { "placement" },
-        p.flavor
-    );
-    if !ketama {
-        let _ = writeln!(
-            o,
-            "{} is not ketama: adding a server to n moves about n/(n+1) of the keys under modulo, 1/(n+1) under ketama and rendezvous",
-            p.flavor
-        );
-    }
-    let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "{:<12} {:>9} {:>10}  {:>22}  {:>22}",
-        "method", "moved", "non-mono", "before heavy/light", "after heavy/light"
-    );
-    for m in &p.methods {
-        let _ = writeln!(
-            o,
-            "{:<12} {:>9} {:>10}  {:>10.3} / {:<9.3}  {:>10.3} / {:<9.3}",
-            if m.method == Method::Ketama {
-                own
-            } else {
-                m.method.name()
-            },
-            pct(m.moved_share),
-            m.non_monotone,
-            m.imbalance_before.0,
-            m.imbalance_before.1,
-            m.imbalance_after.0,
-            m.imbalance_after.1
-        );
-    }
-    let _ = writeln!(
-        o,
-        "(heavy/light: most and least loaded server's keys relative to its weight share; modulo and jump ignore weights)"
-    );
-    if let Some(k) = p.methods.iter().find(|m| m.method == Method::Ketama) {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "{own} per server:");
-        let (wb, wa): (u64, u64) = p.servers.iter().fold((0, 0), |(b, a), s| {
-            (
-                b + s.weight_before.unwrap_or(0) as u64,
-                a + s.weight_after.unwrap_or(0) as u64,
-            )
-        });
-        let _ = writeln!(
-            o,
-            "  {:<28} {:>14} {:>14} {:>11} {:>11}",
-            "server", "weight before", "weight after", "keys before", "keys after"
-        );
-        for (i, s) in p.servers.iter().enumerate() {
-            let w = |x: Option<u32>, t: u64| {
-                x.map_or("-".to_string(), |w| {
-                    format!("{w} ({:.1}%)", w as f64 * 100.0 / t as f64)
-                })
-            };
-            let kshare = |n: u64| format!("{:.1}%", n as f64 * 100.0 / p.keys.max(1) as f64);
-            let _ = writeln!(
-                o,
-                "  {:<28} {:>14} {:>14} {:>11} {:>11}",
-                s.addr,
-                w(s.weight_before, wb),
-                w(s.weight_after, wa),
-                kshare(k.keys_before[i]),
-                kshare(k.keys_after[i])
-            );
-        }
-        let _ = writeln!(o);
-        let _ = writeln!(o, "{own} moves (from -> to: keys), {} keys moved:", k.moved);
-        for (f, t, n) in k.moves.iter().take(20) {
-            let flag = if p.servers[*f].unchanged() && p.servers[*t].unchanged() {
-                "  NON-MONOTONE"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                o,
-                "  {} -> {}: {n}{flag}",
-                p.servers[*f].addr, p.servers[*t].addr
-            );
-        }
-        if k.moves.len() > 20 {
-            let _ = writeln!(o, "  ... {} more pairs", k.moves.len() - 20);
-        }
-        let _ = writeln!(
-            o,
-            "non-monotone moves (between servers present before and after with unchanged weight): {} keys",
-            k.non_monotone
-        );
-    }
-    o
-}
-
 /// The flavor comparison as text.
 pub fn diff_text(d: &FlavorDiff) -> String {
     let mut o = String::new();
@@ -199,6 +81,23 @@ pub fn svg(p: &Plan) -> String {
     let methods_h = p.methods.len() as f64 * row + 40.0;
     let (w, label_w, bar_w) = (760.0, 220.0, 240.0);
     let h = 40.0 + bars_h + methods_h;
+    let (wb, wa): (u64, u64) = p.servers.iter().fold((0, 0), |(b, a), s| {
+        (
+            b + u64::from(s.weight_before.unwrap_or(0)),
+            a + u64::from(s.weight_after.unwrap_or(0)),
+        )
+    });
+    let weight_max = p
+        .servers
+        .iter()
+        .flat_map(|s| {
+            [
+                s.weight_before.map(|w| f64::from(w) / wb.max(1) as f64),
+                s.weight_after.map(|w| f64::from(w) / wa.max(1) as f64),
+            ]
+        })
+        .flatten()
+        .fold(0.0, f64::max);
     let max_share = k
         .map(|k| {
             k.keys_before
@@ -210,6 +109,7 @@ pub fn svg(p: &Plan) -> String {
                 / p.keys.max(1) as f64
         })
         .unwrap_or(1.0)
+        .max(weight_max)
         .max(1e-9);
     let esc = |s: &str| {
         s.replace('&', "&amp;")
@@ -231,7 +131,7 @@ pub fn svg(p: &Plan) -> String {
     let y0 = 50.0;
     let _ = writeln!(
         o,
-        r##"<text x="10" y="{y0}" font-weight="bold">Keys per server (ketama): <tspan fill="#4477aa">before</tspan> / <tspan fill="#ee6677">after</tspan></text>"##
+        r##"<text x="10" y="{y0}" font-weight="bold">Keys per server (ketama): <tspan fill="#4477aa">before</tspan> / <tspan fill="#ee6677">after</tspan>; black mark: weight share</text>"##
     );
     if let Some(k) = k {
         for (i, s) in p.servers.iter().enumerate() {
@@ -256,6 +156,18 @@ pub fn svg(p: &Plan) -> String {
                 y + 10.0,
                 bar_w * a / max_share
             );
+            // each list's weight share: a bar past its mark is a server above its share
+            for (weight, total, dy) in [(s.weight_before, wb, 0.0), (s.weight_after, wa, 8.0)] {
+                if let Some(w) = weight {
+                    let x = label_w + bar_w * (f64::from(w) / total.max(1) as f64) / max_share;
+                    let _ = writeln!(
+                        o,
+                        r#"<line class="weight-share" x1="{x:.1}" x2="{x:.1}" y1="{}" y2="{}" stroke="black" stroke-width="2"/>"#,
+                        y + 1.0 + dy,
+                        y + 9.0 + dy
+                    );
+                }
+            }
             let _ = writeln!(
                 o,
                 r#"<text x="{}" y="{}">{:.1}% → {:.1}%</text>"#,
@@ -312,6 +224,23 @@ pub fn load_keys(key_file: Option<&std::path::Path>, n: u64) -> std::io::Result<
             Ok(Keys::List(keys))
         }
     }
+}
+
+/// The keys that carry an access log's requests, as text.
+pub fn top_text(top: &[(String, u64, String)], lines: u64) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o);
+    let _ = writeln!(o, "keys that carry the requests (requests, share, server):");
+    let width = top
+        .iter()
+        .map(|(k, _, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (k, n, server) in top {
+        let share = pct(*n as f64 / lines.max(1) as f64);
+        let _ = writeln!(o, "  {k:<width$}  {n:>9}  {share:>7}  {server}");
+    }
+    o
 }
 
 /// The tag audit as text.
