@@ -8,12 +8,15 @@ mod support;
 
 use common::servers::require;
 use common::{TempDir, TempFile};
+
 use serde_json::Value;
 use support::{memshard, parts};
 
-/// The operator's cluster: 10 servers weighted 1,1,1,1,1,1,2,2,2,4, the last with a long name.
-const TEN: &str = "10.0.0.1:11211 1\n10.0.0.2:11211 1\n10.0.0.3:11211 1\n10.0.0.4:11211 1\n10.0.0.5:11211 1\n10.0.0.6:11211 1\n10.0.0.7:11211 2\n10.0.0.8:11211 2\n10.0.0.9:11211 2\ncache-with-a-long-name.zone-a.internal:11211 4\n";
-const ADDED: &str = "10.0.0.11:11211 2\n10.0.0.12:11211 2\n";
+/// The README's example files: `ten.txt` (10 servers weighted 1,1,1,1,1,1,2,2,2,4, the last
+/// with a long name), `twelve.txt` (two of weight 2 added), `access.log`.
+fn example(name: &str) -> String {
+    common::path_string(&common::repo_root().join("examples/operator").join(name))
+}
 
 fn run(args: &[&str]) -> String {
     let out = memshard(args);
@@ -33,8 +36,8 @@ fn json(args: &[&str]) -> Value {
 /// by address, and the CSV has the same rows.
 #[test]
 fn the_cluster_as_it_is() {
-    let ten = TempFile::new("ten.txt", TEN);
-    let args = ["plan", "--servers", ten.path(), "--keys", "50000"];
+    let ten = example("ten.txt");
+    let args = ["plan", "--servers", &ten, "--keys", "50000"];
     let text = run(&args);
     assert!(text.contains("the cluster as it is: 10 servers"), "{text}");
     assert!(
@@ -86,15 +89,14 @@ fn the_cluster_as_it_is() {
 /// the moves by address, summing to the moved count, the same in JSON and CSV.
 #[test]
 fn what_moves_when_two_servers_are_added() {
-    let ten = TempFile::new("ten.txt", TEN);
-    let twelve = TempFile::new("twelve.txt", &format!("{TEN}{ADDED}"));
+    let (ten, twelve) = (example("ten.txt"), example("twelve.txt"));
     for extra in [&[][..], &["--peer", "php-memcached"][..]] {
         let mut args = vec![
             "plan",
             "--servers",
-            ten.path(),
+            &ten,
             "--to",
-            twelve.path(),
+            &twelve,
             "--keys",
             "40000",
         ];
@@ -149,7 +151,7 @@ fn what_moves_when_two_servers_are_added() {
 /// says how many distinct keys, and lists the keys that carry the requests.
 #[test]
 fn an_access_log_counts_requests() {
-    let ten = TempFile::new("ten.txt", TEN);
+    let ten = example("ten.txt");
     let mut log = String::new();
     for i in 0..1000 {
         log += &format!("user:{i}\n");
@@ -158,7 +160,7 @@ fn an_access_log_counts_requests() {
         log += "user:hot\n";
     }
     let file = TempFile::new("access.log", &log);
-    let args = ["plan", "--servers", ten.path(), "--key-file", file.path()];
+    let args = ["plan", "--servers", &ten, "--key-file", file.path()];
     let text = run(&args);
     assert!(
         text.contains("2000 requests over 1001 distinct keys"),
@@ -181,6 +183,33 @@ fn an_access_log_counts_requests() {
         (Some(2000), Some(1001))
     );
     assert_eq!(j["request_weighted"], true);
+
+    // the README's access log: its tag `acme` piles onto one server
+    let log = example("access.log");
+    let audit = [
+        "plan",
+        "--servers",
+        &ten,
+        "--key-file",
+        &log,
+        "--hash-tag",
+        "{}",
+        "--tag-audit",
+    ];
+    let text = run(&audit);
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("WARNING: tag"))
+        .collect();
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("\"acme\""),
+        "{text}"
+    );
+    let text = run(&["plan", "--servers", &ten, "--key-file", &log]);
+    assert!(
+        text.contains("3000 requests over 882 distinct keys"),
+        "{text}"
+    );
 }
 
 /// The numbers of an HTML report's server table, read from the DOM Chromium built: each
@@ -219,16 +248,15 @@ fn the_html_report_renders_in_a_browser() {
         return;
     }
     let dir = TempDir::new("plan-report");
-    let ten = TempFile::new("ten.txt", TEN);
-    let twelve = TempFile::new("twelve.txt", &format!("{TEN}{ADDED}"));
+    let (ten, twelve) = (example("ten.txt"), example("twelve.txt"));
     let html = dir.path().join("plan.html");
     let html_s = html.to_string_lossy().into_owned();
     let args = [
         "plan",
         "--servers",
-        ten.path(),
+        &ten,
         "--to",
-        twelve.path(),
+        &twelve,
         "--keys",
         "30000",
     ];
