@@ -191,6 +191,58 @@ macro_rules! value_methods {
             $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_as(self, codec.into(), key.as_ref()))
         }
 
+        /// `get_multi` of typed values: each key's hit decoded by the client's codec and
+        /// converted to `T`, with its own result (a miss, a value, or its codec's or
+        /// conversion's error), in input order. The write counterpart is
+        /// [`set_many_values`](Self::set_many_values).
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        #[must_use = "each key has its own result"]
+        pub $($async)? fn get_many_as<T: $crate::value::FromValue, K: AsRef<[u8]> + Sync>(
+            &self,
+            keys: &[K],
+        ) -> Vec<$crate::Result<Option<T>>> {
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_many_as(self, (&self.core.settings.transcoder).into(), keys))
+        }
+
+        /// `get_many_as` with `codec`.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        #[must_use = "each key has its own result"]
+        pub $($async)? fn get_many_as_with<T: $crate::value::FromValue, K: AsRef<[u8]> + Sync>(
+            &self,
+            codec: impl Into<$crate::value::Transcoder>,
+            keys: &[K],
+        ) -> Vec<$crate::Result<Option<T>>> {
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_many_as(self, codec.into(), keys))
+        }
+
+        /// `set_multi` of typed values, each stored as the client's codec's peer stores it: a
+        /// value that cannot be encoded fails alone; results in input order.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        #[must_use = "each item has its own result"]
+        pub $($async)? fn set_many_values<K: AsRef<[u8]> + Sync, T: $crate::value::ToValue>(
+            &self,
+            items: &[(K, T)],
+            expiry: impl Into<$crate::Expiry>,
+        ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_many_values(self, (&self.core.settings.transcoder).into(), items, expiry.into()))
+        }
+
+        /// `set_many_values` with `codec`.
+        #[cfg(feature = "codecs")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "codecs")))]
+        #[must_use = "each item has its own result"]
+        pub $($async)? fn set_many_values_with<K: AsRef<[u8]> + Sync, T: $crate::value::ToValue>(
+            &self,
+            codec: impl Into<$crate::value::Transcoder>,
+            items: &[(K, T)],
+            expiry: impl Into<$crate::Expiry>,
+        ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
+            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_many_values(self, codec.into(), items, expiry.into()))
+        }
+
         /// `set` of `value` stored as the client's codec's peer stores a value of its type
         /// (flags and payload from the codec).
         #[cfg(feature = "codecs")]

@@ -224,6 +224,78 @@ pub(crate) async fn set_value<T: Transport, V: crate::value::ToValue + ?Sized>(
     store(t, StoreCommand::Set, key, &stored.bytes, meta).await
 }
 
+/// `get_multi`, each hit decoded by `codec` and converted to `V`: each key's own result (a
+/// miss, a value, or its codec's or conversion's error), in input order.
+#[cfg(feature = "codecs")]
+pub(crate) async fn get_many_as<T, K, V>(
+    t: &T,
+    codec: crate::value::Transcoder,
+    keys: &[K],
+) -> Vec<Result<Option<V>>>
+where
+    T: Transport,
+    K: AsRef<[u8]> + Sync,
+    V: crate::value::FromValue,
+{
+    let items = t.get_multi(keys).await;
+    let core = t.core();
+    items
+        .into_iter()
+        .zip(keys)
+        .map(|(r, k)| {
+            let k = k.as_ref();
+            let item = r?;
+            item.map(|item| super::typed_as(k, core.decode_item(&codec, k, &item)?))
+                .transpose()
+        })
+        .collect()
+}
+
+/// `set_multi` of typed values, each stored as `codec`'s peer stores it: a value that cannot
+/// be encoded fails alone; the rest are sent pipelined, one batch per distinct flags (a codec
+/// sets flags per value: its type, whether it was compressed). Results in input order.
+#[cfg(feature = "codecs")]
+pub(crate) async fn set_many_values<T, K, V>(
+    t: &T,
+    codec: crate::value::Transcoder,
+    items: &[(K, V)],
+    expiry: Expiry,
+) -> Vec<Result<StoreOutcome>>
+where
+    T: Transport,
+    K: AsRef<[u8]> + Sync,
+    V: crate::value::ToValue,
+{
+    let core = t.core();
+    let mut out: Vec<Option<Result<StoreOutcome>>> = (0..items.len()).map(|_| None).collect();
+    // (flags, [(index, encoded bytes)])
+    let mut batches: Vec<(u32, Vec<(usize, Vec<u8>)>)> = Vec::new();
+    for (i, (k, v)) in items.iter().enumerate() {
+        match core.encode_value(&codec, k.as_ref(), v) {
+            Ok(e) => match batches.iter_mut().find(|(f, _)| *f == e.flags) {
+                Some((_, b)) => b.push((i, e.bytes)),
+                None => batches.push((e.flags, vec![(i, e.bytes)])),
+            },
+            Err(e) => out[i] = Some(Err(e)),
+        }
+    }
+    for (flags, batch) in &batches {
+        let pairs: Vec<(&[u8], &[u8])> = batch
+            .iter()
+            .map(|(i, bytes)| (items[*i].0.as_ref(), bytes.as_slice()))
+            .collect();
+        let results = set_multi(t, &pairs, *flags, expiry).await;
+        for ((i, _), r) in batch.iter().zip(results) {
+            out[*i] = Some(r);
+        }
+    }
+    out.into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| Err(Error::protocol("set_many_values", "a value was not sent")))
+        })
+        .collect()
+}
+
 /// For each group, `make(group)`'s exchange with its server, servers in parallel, and
 /// `results(exchange, outcome, group)` in group order; in the span of `operation` of `keys`.
 async fn each_group<'g, 'k: 'g, T, E, O>(

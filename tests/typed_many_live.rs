@@ -1,0 +1,135 @@
+//! Typed many-key calls against real memcached on 127.0.47.x (no other test binary uses those
+//! addresses), through both clients: 100 typed values written with `set_many_values` and
+//! read back with `get_many_as`, each key with its own result (a value, a miss, a codec or
+//! type error), with memshard's codec and with a peer's (php-memcached: an integer and a
+//! compressed string carry different flags, so they are sent in two batches).
+
+mod common;
+
+use common::servers::{Memcached, require};
+use memshard::value::{Codec, ValueError};
+use memshard::{Error, Expiry, StoreOutcome};
+use std::net::Ipv4Addr;
+
+fn servers() -> Vec<Memcached> {
+    (1..=3)
+        .map(|i| Memcached::start(Ipv4Addr::new(127, 0, 47, i), 11211, ""))
+        .collect()
+}
+
+fn list(servers: &[Memcached]) -> String {
+    servers.iter().map(|s| format!("{}\n", s.addr())).collect()
+}
+
+fn keys(tag: &str) -> Vec<String> {
+    (0..100).map(|i| format!("{tag}:n:{i}")).collect()
+}
+
+/// Each key's result: 100 values, then a miss, then a string read as an integer.
+fn check(tag: &str, got: Vec<memshard::Result<Option<i64>>>) {
+    assert_eq!(got.len(), 102);
+    for (i, r) in got.iter().take(100).enumerate() {
+        assert_eq!(
+            r.as_ref().ok(),
+            Some(&Some(i as i64 * 1_000_003)),
+            "{tag} key {i}"
+        );
+    }
+    assert!(matches!(got[100], Ok(None)), "{tag}: the miss");
+    assert!(
+        matches!(
+            &got[101],
+            Err(Error::Value {
+                source: ValueError::Type { .. },
+                ..
+            })
+        ),
+        "{tag}: a string is not an i64: {:?}",
+        got[101]
+    );
+}
+
+#[test]
+fn many_typed_values_round_trip_with_each_key_s_own_result() {
+    if !require("memcached") {
+        return;
+    }
+    let s = servers();
+    let client = memshard::Client::builder()
+        .server_list(&list(&s))
+        .expect("list")
+        .build()
+        .expect("client");
+    let ks = keys("b");
+    let items: Vec<(&str, i64)> = ks
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i as i64 * 1_000_003))
+        .collect();
+    let stored = client.set_many_values(&items, Expiry::NEVER);
+    assert!(stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))));
+    client
+        .set_value("b:text", "not a number", Expiry::NEVER)
+        .expect("set");
+    let mut read: Vec<&str> = ks.iter().map(String::as_str).collect();
+    read.extend(["b:absent", "b:text"]);
+    check("blocking", client.get_many_as::<i64, _>(&read));
+
+    // php-memcached: integers as text with its long flag, a long string compressed: two
+    // flags, two batches, every value as php-memcached reads it
+    let long = "x".repeat(4_000);
+    let php: Vec<(&str, memshard::value::Value)> = vec![
+        ("php:int", memshard::value::Value::Int(42)),
+        ("php:long", memshard::value::Value::String(long.clone())),
+        ("php:short", memshard::value::Value::String("hi".into())),
+    ];
+    let stored = client.set_many_values_with(Codec::PhpMemcached, &php, Expiry::NEVER);
+    assert!(
+        stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))),
+        "{stored:?}"
+    );
+    let flags: Vec<u32> = ["php:int", "php:long", "php:short"]
+        .iter()
+        .map(|k| client.get(k).expect("get").expect("hit").flags)
+        .collect();
+    assert!(flags[0] != flags[1] && flags[1] != flags[2], "{flags:?}");
+    let back: Vec<memshard::Result<Option<memshard::value::Value>>> =
+        client.get_many_as_with(Codec::PhpMemcached, &["php:int", "php:long", "php:short"]);
+    let back: Vec<Option<memshard::value::Value>> =
+        back.into_iter().map(|r| r.expect("decoded")).collect();
+    assert_eq!(
+        back,
+        [
+            Some(memshard::value::Value::Int(42)),
+            Some(memshard::value::Value::String(long)),
+            Some(memshard::value::Value::String("hi".into()))
+        ]
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let client = memshard::aio::Client::builder()
+            .server_list(&list(&s))
+            .expect("list")
+            .build()
+            .expect("client");
+        let ks = keys("a");
+        let items: Vec<(&str, i64)> = ks
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i as i64 * 1_000_003))
+            .collect();
+        let stored = client.set_many_values(&items, Expiry::NEVER).await;
+        assert!(stored.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored))));
+        client
+            .set_value("a:text", "not a number", Expiry::NEVER)
+            .await
+            .expect("set");
+        let mut read: Vec<&str> = ks.iter().map(String::as_str).collect();
+        read.extend(["a:absent", "a:text"]);
+        check("async", client.get_many_as::<i64, _>(&read).await);
+    });
+}
