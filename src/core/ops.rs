@@ -251,6 +251,10 @@ where
         .collect()
 }
 
+/// Encoded values of one flags: `(flags, [(index, bytes)])`.
+#[cfg(feature = "codecs")]
+type FlagsBatch = (u32, Vec<(usize, Vec<u8>)>);
+
 /// `set_multi` of typed values, each stored as `codec`'s peer stores it: a value that cannot
 /// be encoded fails alone; the rest are sent pipelined, one batch per distinct flags (a codec
 /// sets flags per value: its type, whether it was compressed). Results in input order.
@@ -268,8 +272,7 @@ where
 {
     let core = t.core();
     let mut out: Vec<Option<Result<StoreOutcome>>> = (0..items.len()).map(|_| None).collect();
-    // (flags, [(index, encoded bytes)])
-    let mut batches: Vec<(u32, Vec<(usize, Vec<u8>)>)> = Vec::new();
+    let mut batches: Vec<FlagsBatch> = Vec::new();
     for (i, (k, v)) in items.iter().enumerate() {
         match core.encode_value(&codec, k.as_ref(), v) {
             Ok(e) => match batches.iter_mut().find(|(f, _)| *f == e.flags) {
