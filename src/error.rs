@@ -201,6 +201,16 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
+    /// `server` answered that the item is larger than its item size limit (memcached's
+    /// `item_size_max`, `-I`, 1 MB by default: the value, the key and about 50 bytes of
+    /// header); nothing was stored.
+    #[error(
+        "{server} refused the value as too large for its item size limit (memcached -I, item_size_max): store a smaller value, or raise -I on the servers and Builder::max_value_size"
+    )]
+    ItemTooLarge {
+        /// The server's address.
+        server: String,
+    },
     /// A value that could not be encoded for, or decoded from, the codec's peer (a type the
     /// peer cannot store, a payload that does not hold what its flags say, a decoded value of
     /// another type than asked for). For a read, the item is still on the server: read it

@@ -2,7 +2,8 @@
 //! addresses), through both clients: 100 typed values written with `set_many_values` and
 //! read back with `get_many_as`, each key with its own result (a value, a miss, a codec or
 //! type error), with memshard's codec and with a peer's (php-memcached: an integer and a
-//! compressed string carry different flags, so they are sent in two batches).
+//! compressed string carry different flags, so they are sent in two batches). And a value
+//! over the servers' item size limit, refused by name.
 
 mod common;
 
@@ -132,4 +133,64 @@ fn many_typed_values_round_trip_with_each_key_s_own_result() {
         read.extend(["a:absent", "a:text"]);
         check("async", client.get_many_as::<i64, _>(&read).await);
     });
+}
+
+/// A value the servers cannot hold (over memcached's default 1 MB `item_size_max`) with the
+/// client's own limit raised: memcached's refusal is the typed `ItemTooLarge` naming the
+/// server, in both protocols and both clients, and the connection stays usable.
+#[test]
+fn a_value_over_the_server_s_item_size_is_refused_by_name() {
+    if !require("memcached") {
+        return;
+    }
+    let s = Memcached::start(Ipv4Addr::new(127, 0, 47, 9), 11211, "");
+    let big = vec![b'v'; 1024 * 1024 + 1];
+    for protocol in [memshard::Protocol::Text, memshard::Protocol::Meta] {
+        let client = memshard::Client::builder()
+            .server_list(&s.addr())
+            .expect("list")
+            .protocol(protocol)
+            .max_value_size(8 * 1024 * 1024)
+            .build()
+            .expect("client");
+        let e = client.set("big", &big, Expiry::NEVER);
+        assert!(
+            matches!(&e, Err(Error::ItemTooLarge { server }) if *server == s.addr()),
+            "{protocol:?}: {e:?}"
+        );
+        assert!(
+            e.err()
+                .map(|e| e.to_string())
+                .is_some_and(|m| m.contains("-I"))
+        );
+        client
+            .set("small", "ok", Expiry::NEVER)
+            .expect("the connection is in step");
+        assert_eq!(
+            client.get("small").expect("get").map(|i| i.value.to_vec()),
+            Some(b"ok".to_vec())
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let client = memshard::aio::Client::builder()
+                .server_list(&s.addr())
+                .expect("list")
+                .protocol(protocol)
+                .max_value_size(8 * 1024 * 1024)
+                .build()
+                .expect("client");
+            let e = client.set("big", &big, Expiry::NEVER).await;
+            assert!(
+                matches!(e, Err(Error::ItemTooLarge { .. })),
+                "async {protocol:?}: {e:?}"
+            );
+            client
+                .set("small", "ok", Expiry::NEVER)
+                .await
+                .expect("in step");
+        });
+    }
 }

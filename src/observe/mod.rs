@@ -92,7 +92,7 @@ pub(crate) fn kind(e: &Error) -> &'static str {
         Error::Pool { .. } => "pool",
         Error::ServerDown { .. } => "server_down",
         Error::InvalidKey { .. } => "invalid_key",
-        Error::ValueTooLarge { .. } => "value_too_large",
+        Error::ValueTooLarge { .. } | Error::ItemTooLarge { .. } => "value_too_large",
         Error::Tls { .. } => "tls",
         Error::Auth { .. } => "auth",
         Error::Route { .. } => "route",

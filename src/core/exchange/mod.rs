@@ -138,6 +138,13 @@ pub(crate) fn refusal(reply: Reply, server: &str, what: &str) -> Result<Error> {
                 problem: crate::error::AuthProblem::Required,
             });
         }
+        // memcached's words for an item over `item_size_max` (proto_text.c,
+        // `process_update_command`; proto_parser's meta `ms` says the same)
+        Reply::ServerError(m) if m.starts_with("object too large for cache") => {
+            return Ok(Error::ItemTooLarge {
+                server: server.to_string(),
+            });
+        }
         Reply::Error => "ERROR".to_string(),
         Reply::ClientError(m) => format!("CLIENT_ERROR {m}"),
         Reply::ServerError(m) => format!("SERVER_ERROR {m}"),
