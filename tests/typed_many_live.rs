@@ -194,3 +194,63 @@ fn a_value_over_the_server_s_item_size_is_refused_by_name() {
         });
     }
 }
+
+/// A key over memcached's 250 bytes: refused by default, saying how to have it shortened;
+/// with `shorten_long_keys`, stored under dalli's shortened form (read raw from the server)
+/// and read back by the long key, in both clients.
+#[test]
+fn long_keys_are_stored_shortened_when_asked() {
+    use md5::Digest;
+    if !require("memcached") {
+        return;
+    }
+    let s = Memcached::start(Ipv4Addr::new(127, 0, 47, 10), 11211, "");
+    let long = format!("session:{}", "x".repeat(300));
+    let plain = memshard::Client::builder()
+        .server_list(&s.addr())
+        .expect("list")
+        .build()
+        .expect("client");
+    let e = plain.set(&long, "v", Expiry::NEVER);
+    assert!(
+        e.as_ref()
+            .err()
+            .map(|e| e.to_string())
+            .is_some_and(|m| m.contains("Builder::shorten_long_keys")),
+        "{e:?}"
+    );
+    let client = memshard::Client::builder()
+        .server_list(&s.addr())
+        .expect("list")
+        .shorten_long_keys(true)
+        .build()
+        .expect("client");
+    client.set(&long, "long value", Expiry::NEVER).expect("set");
+    let digest: String = md5::Md5::digest(long.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let sent = format!("{}:md5:{digest}", &long[..212]);
+    assert_eq!(
+        s.raw_get(sent.as_bytes()).as_deref(),
+        Some(&b"long value"[..])
+    );
+    assert_eq!(
+        client.get(&long).expect("get").map(|i| i.value.to_vec()),
+        Some(b"long value".to_vec())
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let client = memshard::aio::Client::builder()
+            .server_list(&s.addr())
+            .expect("list")
+            .shorten_long_keys(true)
+            .build()
+            .expect("client");
+        let got = client.get(&long).await.expect("get");
+        assert_eq!(got.map(|i| i.value.to_vec()), Some(b"long value".to_vec()));
+    });
+}

@@ -89,6 +89,7 @@ impl<P> Core<P> {
         let keys = KeyRules {
             prefix: settings.prefix.clone(),
             hash_with_prefix: settings.hash_with_prefix,
+            shorten_long: settings.shorten_long_keys,
             max_value: settings.conn.max_value_size,
         };
         let core = Core {

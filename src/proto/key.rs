@@ -12,7 +12,9 @@ pub enum KeyError {
     #[error("key is empty")]
     Empty,
     /// The key (with any prefix) is longer than memcached accepts.
-    #[error("key is {0} bytes; memcached keys are at most 250 bytes (prefix included)")]
+    #[error(
+        "key is {0} bytes; memcached keys are at most 250 bytes (prefix included): shorten it, or have the client send long keys shortened (Builder::shorten_long_keys)"
+    )]
     TooLong(usize),
     /// A space or control character (including CR, LF, NUL, DEL) at this byte offset.
     #[error(

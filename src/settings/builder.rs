@@ -42,6 +42,7 @@ pub(crate) struct Settings {
     pub(crate) conn: ConnOptions,
     pub(crate) prefix: Vec<u8>,
     pub(crate) hash_with_prefix: bool,
+    pub(crate) shorten_long_keys: bool,
     pub(crate) policy: FailurePolicy,
     pub(crate) rejoin_limit: usize,
     pub(crate) stampede: crate::Stampede,
@@ -79,6 +80,7 @@ impl Default for Settings {
             conn: ConnOptions::default(),
             prefix: Vec::new(),
             hash_with_prefix: false,
+            shorten_long_keys: false,
             policy: FailurePolicy::default(),
             rejoin_limit: DEFAULT_REJOIN_LIMIT,
             stampede: crate::Stampede::default(),
@@ -402,6 +404,27 @@ impl<C> Builder<C> {
     /// `key_prefix`). Default: off.
     pub fn hash_with_prefix(mut self, on: bool) -> Self {
         self.settings.hash_with_prefix = on;
+        self
+    }
+
+    /// Send a key longer than memcached's 250 bytes (prefix included) as its first 212 bytes
+    /// (cut back to a UTF-8 character boundary), `:md5:` and the 32 hex digits of the md5 of
+    /// the whole key: at most 249 bytes, and for an ASCII key the very key dalli sends
+    /// (`Dalli::KeyManager`). Placement still hashes the key as given. Every client that reads
+    /// such keys must shorten them the same way. Default: off (a long key is an
+    /// [`Error::InvalidKey`](crate::Error::InvalidKey)).
+    ///
+    /// ```
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .shorten_long_keys(true)
+    ///     .build()?;
+    /// let long = "k".repeat(300);
+    /// let _ = client.set(&long, "v", memshard::Expiry::NEVER); // sent as kkk…k:md5:<32 hex>
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    pub fn shorten_long_keys(mut self, on: bool) -> Self {
+        self.settings.shorten_long_keys = on;
         self
     }
 
