@@ -274,10 +274,12 @@ pub fn run(a: StatsArgs) -> Result<(), Failure> {
     for n in 0..samples {
         if n > 0 {
             // on a fixed beat: a slow sample (a server timing out) does not push the next ones
-            let due = start + interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
+            let beats = u32::try_from(n).unwrap_or(u32::MAX);
+            let wait = match start.checked_add(interval.saturating_mul(beats)) {
+                Some(due) => due.saturating_duration_since(Instant::now()),
+                None => interval,
+            };
+            std::thread::sleep(wait);
         }
         let s = sample(&client, &a, &mut state);
         let down = s.totals.servers - s.totals.answered;
