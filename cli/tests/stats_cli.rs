@@ -1,16 +1,19 @@
 //! `memshard stats` against real memcached on 127.0.46.x (no other test binary uses those
 //! addresses): each row checked against the server's own counters read raw, a stopped server,
-//! `--watch` samples and rates, and the flag on a server holding more than its ring share.
+//! `--watch` samples and rates, the flag on a server holding more than its ring share, and the
+//! nodes of a discovery endpoint (the fake of tests/fakes/, on 127.0.46.49).
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod support;
 
-use common::TempFile;
-use common::servers::{Memcached, require};
+use common::servers::{Memcached, Owned, require};
+use common::{TempDir, TempFile};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{describe, memshard, memshard_in, parts};
 
@@ -312,6 +315,76 @@ fn a_server_holding_more_than_its_ring_share_is_flagged() {
     let (code, text, _) = parts(&out);
     assert_eq!(code, 0, "{}", describe(&out));
     assert!(!text.contains("ring share"), "{text}");
+}
+
+/// The fake ElastiCache configuration endpoint (tests/fakes/elasticache_config.py) serving
+/// `config` on 127.0.46.49: its address, once it printed `READY <port>`.
+fn discovery_endpoint(dir: &Path, config: &str) -> (Owned, String) {
+    let file = dir.join("config.txt");
+    std::fs::write(&file, config).expect("write config");
+    let ready = dir.join("ready");
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fakes/elasticache_config.py"))
+        .args(["--listen", "127.0.46.49:0", "--config"])
+        .arg(&file)
+        .stdout(std::fs::File::create(&ready).expect("ready file"))
+        .stderr(Stdio::null());
+    let owned = Owned::spawn(cmd).expect("python3 runs the fake");
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&ready).unwrap_or_default();
+        // the whole line: a port read while it is being written could be cut short
+        if let Some(port) = text.strip_prefix("READY ").map(str::trim)
+            && !port.is_empty()
+            && text.ends_with('\n')
+        {
+            return (owned, format!("127.0.46.49:{port}"));
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the fake never got ready"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `--discover`: the nodes the endpoint lists, each shown at the address it is reached at,
+/// with the items written through the same discovery.
+#[test]
+fn discovered_nodes_are_the_rows() {
+    if !require("memcached") || !require("python3") {
+        return;
+    }
+    let s = three(41);
+    let dir = TempDir::new("stats-discovery");
+    let nodes: Vec<String> = s
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("node-{i}.cache|{}|{}", m.ip, m.port))
+        .collect();
+    let (_fake, ep) = discovery_endpoint(dir.path(), &format!("1\n{}\n", nodes.join(" ")));
+    let ring = ["--discover", ep.as_str(), "--flavor", "libmemcached-modula"];
+    let lines: String = (0..200).map(|i| format!("k:{i}\tv\n")).collect();
+    let mut set = vec!["set"];
+    set.extend(ring);
+    let out = memshard_in(&set, lines.as_bytes());
+    assert!(out.status.success(), "{}", describe(&out));
+
+    let mut stats = vec!["stats", "--json"];
+    stats.extend(ring);
+    let out = memshard(&stats);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let v = json(&out);
+    let servers = by_address(&v);
+    assert_eq!(servers.len(), 3, "{v}");
+    for m in &s {
+        assert_eq!(
+            servers[&m.addr()]["curr_items"],
+            m.stat("curr_items"),
+            "{v}"
+        );
+    }
+    assert_eq!(v["totals"]["curr_items"], 200, "{v}");
 }
 
 /// Arguments clap refuses: exit status 2, before any server is asked.
