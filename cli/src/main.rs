@@ -64,8 +64,9 @@ enum Cmd {
     /// memcached-tool): version, uptime, items, bytes, memory limit, hit ratio, evictions,
     /// connections, item size limit, then totals; each server's share of the items against its
     /// share of the ring, flagging one that holds far more. With --watch, again every few
-    /// seconds with rates. A server that does not answer within the timeout shows as `down:`;
-    /// the exit status is then 1 (0 when every server answered).
+    /// seconds with rates. A server that does not answer within the timeout shows as `down:`
+    /// (one that refuses `stats` as `error:`); the exit status is then 1 (0 when every server
+    /// answered).
     Stats(stats_cmd::StatsArgs),
 }
 

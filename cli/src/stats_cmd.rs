@@ -21,8 +21,9 @@ pub struct StatsArgs {
     #[command(flatten)]
     net: NetArgs,
     /// Print JSON: {"time", "servers": [...], "totals": {...}}, each server with its "address"
-    /// and numbers, or its "address" and "error" when it did not answer. Indented for one
-    /// sample; with --watch one object per line (JSON Lines).
+    /// and numbers, or its "address", "error" and "down" (false: it answered, with a refusal)
+    /// when it gave no stats. Indented for one sample; with --watch one object per line (JSON
+    /// Lines).
     #[arg(long)]
     json: bool,
     /// Sample again every SECONDS (above 0, at most 86400) until interrupted, adding each
@@ -186,7 +187,7 @@ struct Row {
     shown: String,
     /// The address as listed: what the ring's shares are counted by.
     addr: String,
-    answer: Result<Numbers, String>,
+    answer: Result<Numbers, Failed>,
     /// Its share of the ring among the servers that answered.
     ring_share: Option<f64>,
     /// Its share of the items held by the servers that answered.
@@ -200,6 +201,14 @@ impl Row {
         let ring = self.ring_share.filter(|&r| r > 0.0)?;
         Some(self.item_share? / ring)
     }
+}
+
+/// Why a server has no numbers.
+struct Failed {
+    /// It could not answer (refused, timed out, already marked down), as opposed to refusing
+    /// the request (authentication, a proxy without `stats`).
+    down: bool,
+    why: String,
 }
 
 /// One sample of every server.
@@ -308,7 +317,7 @@ pub fn run(a: StatsArgs) -> Result<(), Failure> {
     if missing > 0 {
         return Err(Failure {
             code: 1,
-            msg: format!("{missing} server(s) did not answer `stats`"),
+            msg: format!("{missing} server(s) gave no `stats`"),
         });
     }
     Ok(())
@@ -334,15 +343,20 @@ fn sample(client: &Client, a: &StatsArgs, state: &mut State) -> Sample {
     let mut rows: Vec<Row> = stats
         .into_iter()
         .map(|(server, r)| {
-            let answer = r.map_err(|e| e.to_string()).map(|st| {
-                let mut n = Numbers::from_stats(&st);
-                match settings.remove(&server.addr) {
-                    Some(Ok(set)) => n.item_size_max = item_size_max(&set),
-                    Some(Err(e)) => n.settings_error = Some(e.to_string()),
-                    None => n.settings_error = Some("not asked".into()),
-                }
-                n
-            });
+            let answer = r
+                .map_err(|e| Failed {
+                    down: e.is_server_failure(),
+                    why: e.to_string(),
+                })
+                .map(|st| {
+                    let mut n = Numbers::from_stats(&st);
+                    match settings.remove(&server.addr) {
+                        Some(Ok(set)) => n.item_size_max = item_size_max(&set),
+                        Some(Err(e)) => n.settings_error = Some(e.to_string()),
+                        None => n.settings_error = Some("not asked".into()),
+                    }
+                    n
+                });
             Row {
                 shown: shown(&server),
                 addr: server.addr,
@@ -488,9 +502,10 @@ fn to_text(s: &Sample, rates: bool) -> String {
     for r in &s.rows {
         let n = match &r.answer {
             Ok(n) => n,
-            Err(e) => {
+            Err(f) => {
                 // a row of two cells: the address, then why, over the other columns
-                rows.push(vec![r.shown.clone(), format!("down: {e}")]);
+                let state = if f.down { "down" } else { "error" };
+                rows.push(vec![r.shown.clone(), format!("{state}: {}", f.why)]);
                 continue;
             }
         };
@@ -620,7 +635,7 @@ fn to_json(s: &Sample) -> Value {
         .rows
         .iter()
         .map(|r| match &r.answer {
-            Err(e) => json!({ "address": r.shown, "error": e }),
+            Err(f) => json!({ "address": r.shown, "error": f.why, "down": f.down }),
             Ok(n) => {
                 let mut v = json!({
                     "address": r.shown,

@@ -178,7 +178,7 @@ fn a_stopped_server_is_down_within_seconds_and_exits_1() {
     for m in [&s[0], &s[2]] {
         assert_eq!(rows[&m.addr()]["curr_items"], "0", "{text}");
     }
-    assert!(err.contains("did not answer"), "{err}");
+    assert!(err.contains("1 server(s) gave no `stats`"), "{err}");
 
     let started = Instant::now();
     let out = memshard(&["stats", "--servers", file.path(), "--json"]);
@@ -187,6 +187,7 @@ fn a_stopped_server_is_down_within_seconds_and_exits_1() {
     let v = json(&out);
     let servers = by_address(&v);
     assert!(servers[&s[1].addr()]["error"].is_string(), "{v}");
+    assert_eq!(servers[&s[1].addr()]["down"], true, "{v}");
     assert!(servers[&s[1].addr()].get("curr_items").is_none(), "{v}");
     assert_eq!(servers[&s[0].addr()]["curr_items"], 0, "{v}");
     assert_eq!(v["totals"]["answered"], 2, "{v}");
