@@ -30,7 +30,7 @@ pub struct StatsArgs {
     /// server's gets/s, sets/s, hits/s and evictions/s since the previous sample.
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
     watch: Option<f64>,
-    /// With --watch: stop after N samples.
+    /// With --watch: stop after N samples (default: run until interrupted).
     #[arg(long, value_name = "N", requires = "watch",
           value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
     count: Option<u64>,
