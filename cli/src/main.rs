@@ -12,6 +12,7 @@ mod plan_html;
 mod plan_view;
 mod routed;
 mod security;
+mod stats_cmd;
 mod values;
 
 use clap::builder::RangedU64ValueParser;
@@ -61,6 +62,14 @@ enum Cmd {
     /// or --key-file looked up on every server), best first; and the codecs that read a sample
     /// of the values.
     Detect(detect::DetectArgs),
+    /// Each server's `stats` and `stats settings` in one table (like memstat and
+    /// memcached-tool): version, uptime, items, bytes, memory limit, hit ratio, evictions,
+    /// connections, item size limit, then totals; each server's share of the items against its
+    /// share of the ring, flagging one that holds far more. With --watch, again every few
+    /// seconds with rates. A server that does not answer within the timeout shows as `down:`
+    /// (one that refuses `stats` as `error:`); the exit status is then 1 (0 when every server
+    /// answered).
+    Stats(stats_cmd::StatsArgs),
 }
 
 #[derive(Args)]
@@ -456,6 +465,7 @@ fn main() -> ExitCode {
         Cmd::Plan(a) => plan(a),
         Cmd::Demo(a) => demo::run(a),
         Cmd::Detect(a) => detect::run(a),
+        Cmd::Stats(a) => stats_cmd::run(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,7 @@
 //! Prefix selector: each key to the route of the longest prefix it starts with, the rest to a
 //! default (mcrouter's `PrefixSelectorRoute` with its wildcard). Sessions on one pool,
 //! rendered pages on another, a tenant's keys on a third: one client, one key space. A key
-//! that matches no prefix when there is no default is refused ([`Error::Route`]), never sent
+//! that matches no prefix when there is no default is refused ([`Error::Route`](crate::Error::Route)), never sent
 //! somewhere by guess.
 
 use super::{Client, Count, Fut, Items, Node, Policy, Stored, gather, group, join_all};
