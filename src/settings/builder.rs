@@ -48,7 +48,7 @@ pub(crate) struct Settings {
     pub(crate) stampede: crate::Stampede,
     #[cfg(feature = "near-cache")]
     pub(crate) near: Option<NearCacheConfig>,
-    pub(crate) hot: Option<crate::hotkeys::HotKeys>,
+    pub(crate) hot: Option<super::hot_keys::HotKeys>,
     /// Keys per server `build` checks placement with ([`Builder::check_placement_at_start`]).
     pub(crate) placement_check: Option<usize>,
     #[cfg(feature = "codecs")]
@@ -535,7 +535,7 @@ impl<C> Builder<C> {
     /// assert!(client.hot_keys().is_empty());
     /// # Ok::<(), memshard::Error>(())
     /// ```
-    pub fn hot_keys(mut self, config: crate::HotKeys) -> Self {
+    pub fn hot_keys(mut self, config: super::HotKeys) -> Self {
         self.settings.hot = Some(config);
         self
     }

@@ -1,13 +1,13 @@
 //! What a user configures: the [`Builder`] both clients are built with, and the setting types it
-//! takes — [`Expiry`], [`Protocol`], [`Stampede`], [`FailurePolicy`], [`Credentials`], (feature
+//! takes — [`Expiry`], [`Protocol`], [`Stampede`], [`FailurePolicy`], [`Credentials`], [`HotKeys`], (feature
 //! `tls`) [`TlsConfig`] and (feature `tracing`) [`TraceKeys`]. Every setting documents its
 //! default; a setting that cannot work is refused when the client is built, with
 //! [`Error::Setting`](crate::Error::Setting).
 //!
 //! May import: `error`, placement (`ring`, `hash`, `servers`),
 //! `proto` (limits), and the optional layers a setting names (`value`,
-//! `near`, `hotkeys`). Never the core or a client; peer configurations apply
-//! themselves to a builder (the `config` module).
+//! `near`). Never the core, a client, or what runs on the settings (the hot-key detector,
+//! observability); peer configurations apply themselves to a builder (the `config` module).
 
 mod builder;
 pub(crate) use builder::weighted_if_weights;
@@ -16,6 +16,7 @@ mod credentials;
 mod discovery;
 pub(crate) mod expiry;
 mod failure;
+pub(crate) mod hot_keys;
 mod protocol;
 mod resolver;
 pub(crate) mod stampede;
@@ -31,6 +32,7 @@ pub use credentials::{AuthScheme, Credentials};
 pub use discovery::{DEFAULT_DISCOVERY_INTERVAL, Discovery, DiscoveryKind};
 pub use expiry::Expiry;
 pub use failure::FailurePolicy;
+pub use hot_keys::HotKeys;
 pub use protocol::{Protocol, UnknownProtocol};
 pub use resolver::{Resolve, SystemResolver};
 pub use stampede::Stampede;
