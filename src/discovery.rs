@@ -28,8 +28,8 @@
 //! The discovery connection logs in when the client has credentials; it is plaintext (a client
 //! built with TLS and discovery is refused: see [`Builder::discover`](crate::Builder::discover)).
 
-use crate::core::exchange::{Ctx, Discover, Exchange, Step};
-use crate::core::readbuf::ReadBuf;
+use crate::core::exchange::{Discover, Exchange};
+use crate::core::link::{Link, Next};
 use crate::error::{Error, Result};
 use crate::ring::Flavor;
 use crate::servers::Server;
@@ -118,10 +118,12 @@ pub fn fetch(endpoint: &Server, timeout: Duration) -> Result<ClusterConfig> {
 }
 
 /// One discovery request to `node`: connect, log in if `opts` has credentials, ask (the
-/// legacy key too when `endpoint`, the configuration endpoint, is who is asked). The
-/// connect takes at most the connect timeout, and the login and the reply together at most the
-/// read timeout: a per-read timeout alone lets an endpoint that sends a byte now and then hold
-/// a build, a poll and the client's drop for as long as it likes.
+/// legacy key too when `endpoint`, the configuration endpoint, is who is asked). The exchanges
+/// run over a [`Link`], as the clients' do: the connect takes at most the connect timeout,
+/// each reply (the login's, the configuration's) at most the read timeout from its request
+/// (a deadline per reply, not per read: an endpoint that sends a byte now and then cannot hold
+/// a build, a poll or the client's drop), and bytes the endpoint sends unasked, with or after
+/// its reply, fail the request instead of being read as a configuration.
 fn ask(node: &Server, opts: &ConnOptions, endpoint: bool) -> Result<ClusterConfig> {
     let label = node.addr.as_str();
     let addrs = crate::core::resolve::resolve(opts, node.connect_host(), node.port, label)?;
@@ -143,88 +145,59 @@ fn ask(node: &Server, opts: &ConnOptions, endpoint: bool) -> Result<ClusterConfi
     stream
         .set_write_timeout(Some(opts.write_timeout))
         .map_err(|e| Error::io(label, e, "connect", opts.connect_timeout))?;
-    let deadline = Deadline::after(opts.read_timeout);
-    let ctx = Ctx {
-        server: label,
-        max_value: opts.max_value_size,
-        protocol: crate::Protocol::Text,
-        caps: opts.caps,
-    };
-    let mut rb = ReadBuf::default();
+    // discovery's commands are text whatever the client speaks
+    let mut text = opts.clone();
+    text.protocol = crate::Protocol::Text;
+    let mut link = Link::new(label, &text);
     if let Some(c) = &opts.credentials {
         let mut login = crate::core::auth::login_for(c);
-        run(&mut stream, &mut rb, login.as_mut(), &ctx, opts, &deadline)
-            .map_err(crate::core::auth::login_failed)?;
+        run(&mut stream, &mut link, login.as_mut()).map_err(crate::core::auth::login_failed)?;
     }
-    run(
-        &mut stream,
-        &mut rb,
-        &mut if endpoint {
-            Discover::new()
-        } else {
-            Discover::of_data_node()
-        },
-        &ctx,
-        opts,
-        &deadline,
-    )
+    let mut ask = if endpoint {
+        Discover::new()
+    } else {
+        Discover::of_data_node()
+    };
+    run(&mut stream, &mut link, &mut ask)
 }
 
-/// The end of one discovery request's reading.
-struct Deadline {
-    at: Instant,
-    budget: Duration,
-}
-
-impl Deadline {
-    fn after(budget: Duration) -> Deadline {
-        let now = Instant::now();
-        Deadline {
-            at: now.checked_add(budget).unwrap_or(now),
-            budget,
-        }
-    }
-
-    /// What is left for the next read: `None` once it is over.
-    fn left(&self) -> Option<Duration> {
-        Some(self.at.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
-    }
-}
-
-/// Drive `ex` over `stream` to its end.
+/// Drive `ex` over `stream` through `link` to its end.
 fn run<E: Exchange + ?Sized>(
     stream: &mut TcpStream,
-    rb: &mut ReadBuf,
+    link: &mut Link,
     ex: &mut E,
-    ctx: &Ctx,
-    opts: &ConnOptions,
-    deadline: &Deadline,
 ) -> Result<E::Output> {
-    let io = |e: std::io::Error, op, after| Error::io(ctx.server, e, op, after);
-    let late = || Error::Timeout {
-        server: ctx.server.to_owned(),
-        op: "read",
-        after: deadline.budget,
-    };
+    let mut fresh = true;
     loop {
-        let mut out = Vec::new();
-        match ex.step(rb, &mut out, ctx)? {
-            Step::Write => stream
-                .write_all(&out)
-                .map_err(|e| io(e, "write", opts.write_timeout))?,
-            Step::Read => match stream
-                .set_read_timeout(Some(deadline.left().ok_or_else(late)?))
-                .and_then(|()| stream.read(rb.spare()))
-                .map_err(|e| io(e, "read", deadline.budget))?
-            {
-                0 => {
-                    let eof = std::io::ErrorKind::UnexpectedEof.into();
-                    return Err(io(eof, "read", opts.read_timeout));
+        match link.advance(ex, std::mem::take(&mut fresh))? {
+            Next::Write => {
+                stream
+                    .write_all(link.pending_write())
+                    .map_err(|e| link.io_failed(e, "write"))?;
+                link.wrote();
+            }
+            Next::Read(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(link.timed_out("read"));
                 }
-                n => rb.filled(n),
-            },
-            Step::Done(v) => return Ok(v),
-            Step::Refused(e) => return Err(e),
+                let n = stream
+                    .set_read_timeout(Some(left))
+                    .and_then(|()| stream.read(link.spare()));
+                match n {
+                    Ok(n) => link.received(n)?,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        return Err(link.timed_out("read"));
+                    }
+                    Err(e) => return Err(link.io_failed(e, "read")),
+                }
+            }
+            Next::Done(v) => return Ok(v),
         }
     }
 }
@@ -524,6 +497,56 @@ mod tests {
                 .iter()
                 .all(|s| s.weight == 1)
         );
+    }
+
+    /// An endpoint on a free port that answers one request with `reply`, a byte every `pause`
+    /// (all at once when zero).
+    fn answer(reply: Vec<u8>, pause: Duration) -> (Server, std::thread::JoinHandle<()>) {
+        use std::io::{Read as _, Write as _};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let endpoint = Server::new("127.0.0.1", l.local_addr().expect("addr").port());
+        let t = std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut buf = [0u8; 256];
+                let _ = s.read(&mut buf);
+                for chunk in reply.chunks(if pause.is_zero() {
+                    reply.len().max(1)
+                } else {
+                    1
+                }) {
+                    if s.write_all(chunk).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(pause);
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        });
+        (endpoint, t)
+    }
+
+    /// The discovery connection is a `Link` as the clients' are: bytes the endpoint sends
+    /// after its reply fail the request (they could be a forged configuration's start), and a
+    /// reply that trickles in a byte at a time still ends at the read timeout.
+    #[test]
+    fn unasked_bytes_after_a_configuration_fail_the_request() {
+        let body = "1\nhost|127.0.0.1|11211\n";
+        let good = format!("CONFIG cluster 0 {}\r\n{body}\r\nEND\r\n", body.len());
+        let (endpoint, t) = answer(good.clone().into_bytes(), Duration::ZERO);
+        let c = fetch(&endpoint, Duration::from_millis(500)).expect("a configuration");
+        assert_eq!(c.version, 1);
+        drop(t.join());
+        let (endpoint, t) = answer(
+            format!("{good}VALUE x 0 1\r\n").into_bytes(),
+            Duration::ZERO,
+        );
+        let e = fetch(&endpoint, Duration::from_millis(500)).expect_err("bytes after the reply");
+        assert!(e.to_string().contains("unasked"), "{e}");
+        drop(t.join());
+        let (endpoint, t) = answer(good.into_bytes(), Duration::from_millis(20));
+        let e = fetch(&endpoint, Duration::from_millis(150)).expect_err("too slow in all");
+        assert!(matches!(e, Error::Timeout { op: "read", .. }), "{e:?}");
+        drop(t.join());
     }
 
     #[test]
