@@ -22,6 +22,20 @@ fn list(servers: &[Memcached]) -> String {
     servers.iter().map(|s| format!("{}\n", s.addr())).collect()
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A builder of either client over `list`.
+fn over<C>(list: &str) -> memshard::Builder<C> {
+    memshard::Builder::<C>::default()
+        .server_list(list)
+        .expect("list")
+}
+
 fn keys(tag: &str) -> Vec<String> {
     (0..100).map(|i| format!("{tag}:n:{i}")).collect()
 }
@@ -56,11 +70,7 @@ fn many_typed_values_round_trip_with_each_key_s_own_result() {
         return;
     }
     let s = servers();
-    let client = memshard::Client::builder()
-        .server_list(&list(&s))
-        .expect("list")
-        .build()
-        .expect("client");
+    let client = over::<memshard::Client>(&list(&s)).build().expect("client");
     let ks = keys("b");
     let items: Vec<(&str, i64)> = ks
         .iter()
@@ -107,14 +117,9 @@ fn many_typed_values_round_trip_with_each_key_s_own_result() {
         ]
     );
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     rt.block_on(async {
-        let client = memshard::aio::Client::builder()
-            .server_list(&list(&s))
-            .expect("list")
+        let client = over::<memshard::aio::Client>(&list(&s))
             .build()
             .expect("client");
         let ks = keys("a");
@@ -146,9 +151,7 @@ fn a_value_over_the_server_s_item_size_is_refused_by_name() {
     let s = Memcached::start(Ipv4Addr::new(127, 0, 47, 9), 11211, "");
     let big = vec![b'v'; 1024 * 1024 + 1];
     for protocol in [memshard::Protocol::Text, memshard::Protocol::Meta] {
-        let client = memshard::Client::builder()
-            .server_list(&s.addr())
-            .expect("list")
+        let client = over::<memshard::Client>(&s.addr())
             .protocol(protocol)
             .max_value_size(8 * 1024 * 1024)
             .build()
@@ -170,14 +173,9 @@ fn a_value_over_the_server_s_item_size_is_refused_by_name() {
             client.get("small").expect("get").map(|i| i.value.to_vec()),
             Some(b"ok".to_vec())
         );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = runtime();
         rt.block_on(async {
-            let client = memshard::aio::Client::builder()
-                .server_list(&s.addr())
-                .expect("list")
+            let client = over::<memshard::aio::Client>(&s.addr())
                 .protocol(protocol)
                 .max_value_size(8 * 1024 * 1024)
                 .build()
@@ -206,11 +204,7 @@ fn long_keys_are_stored_shortened_when_asked() {
     }
     let s = Memcached::start(Ipv4Addr::new(127, 0, 47, 10), 11211, "");
     let long = format!("session:{}", "x".repeat(300));
-    let plain = memshard::Client::builder()
-        .server_list(&s.addr())
-        .expect("list")
-        .build()
-        .expect("client");
+    let plain = over::<memshard::Client>(&s.addr()).build().expect("client");
     let e = plain.set(&long, "v", Expiry::NEVER);
     assert!(
         e.as_ref()
@@ -219,9 +213,7 @@ fn long_keys_are_stored_shortened_when_asked() {
             .is_some_and(|m| m.contains("Builder::shorten_long_keys")),
         "{e:?}"
     );
-    let client = memshard::Client::builder()
-        .server_list(&s.addr())
-        .expect("list")
+    let client = over::<memshard::Client>(&s.addr())
         .shorten_long_keys(true)
         .build()
         .expect("client");
@@ -239,14 +231,9 @@ fn long_keys_are_stored_shortened_when_asked() {
         client.get(&long).expect("get").map(|i| i.value.to_vec()),
         Some(b"long value".to_vec())
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     rt.block_on(async {
-        let client = memshard::aio::Client::builder()
-            .server_list(&s.addr())
-            .expect("list")
+        let client = over::<memshard::aio::Client>(&s.addr())
             .shorten_long_keys(true)
             .build()
             .expect("client");
