@@ -8,6 +8,10 @@ use crate::error::{Error, Result};
 use crate::proto::meta::{MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{MAX_LINE, Parsed, Reply, Request, parse_reply};
 
+/// An item over the server's limit in a noreply batch: which set it was is not knowable,
+/// so the batch reports the server's words, as for any other error line.
+const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
+
 /// Most lines a `stats` reply may have, its `END` included. memcached's largest groups stay
 /// far below: `stats items` and `stats slabs` have about 20 lines per slab class (at most 63
 /// classes by default), `stats conns` about 6 per open connection (1024 by default, `-c`).
@@ -227,6 +231,7 @@ impl Exchange for NoreplySets<'_> {
                     MetaItem::Failed(reply) => {
                         match super::meta::refused(reply, ctx, "noreply set")? {
                             Error::Server { message, .. } => self.errors.push(message),
+                            Error::ItemTooLarge { .. } => self.errors.push(TOO_LARGE.into()),
                             // memcached -Y answers only the first command of a connection that has
                             // not logged in (proto_text.c): no `MN` is coming.
                             e @ Error::Auth { .. } => return Ok(Step::Refused(e)),
@@ -244,6 +249,7 @@ impl Exchange for NoreplySets<'_> {
                 Reply::Error | Reply::ClientError(_) | Reply::ServerError(_) => {
                     match refusal(reply, ctx.server, "noreply set")? {
                         Error::Server { message, .. } => self.errors.push(message),
+                        Error::ItemTooLarge { .. } => self.errors.push(TOO_LARGE.into()),
                         e @ Error::Auth { .. } => return Ok(Step::Refused(e)),
                         _ => {}
                     }

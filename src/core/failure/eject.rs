@@ -34,7 +34,7 @@ impl<P: ServerPool> Core<P> {
     #[must_use]
     pub(crate) fn observe(&self, m: &Arc<Member<P>>, err: Option<&Error>) -> bool {
         let t = match err {
-            None | Some(Error::Server { .. }) => m.health.success(),
+            None | Some(Error::Server { .. } | Error::ItemTooLarge { .. }) => m.health.success(),
             Some(e) if e.counts_against_server() => {
                 m.health
                     .failure(&self.failures.policy, self.failures.epoch, Instant::now())
@@ -252,6 +252,12 @@ mod tests {
                 message: "busy".into(),
             })
         ));
+        assert!(!m.health.is_down());
+        // a value over its item size limit: the server answered
+        let too_large = Error::ItemTooLarge {
+            server: addr.clone(),
+        };
+        assert!(!core.observe(&m, Some(&too_large)));
         assert!(!m.health.is_down());
         assert!(
             core.observe(&m, Some(&io(&addr))),
