@@ -100,6 +100,16 @@ pub enum SettingError {
         /// Bytes per line given.
         bytes: usize,
     },
+    /// The large values' chunk size is out of its range.
+    #[error(
+        "large_values chunk of {chunk} bytes must be from 1024 to max_value_size ({max_value} bytes); memshard::LARGE_VALUE_CHUNK fits memcached's default -I"
+    )]
+    LargeValueChunk {
+        /// The chunk size given.
+        chunk: usize,
+        /// The client's largest value (`max_value_size`).
+        max_value: usize,
+    },
     /// A discovery setting cannot be used.
     #[error("discovery: {detail}")]
     Discovery {
@@ -193,7 +203,7 @@ pub enum Error {
     },
     /// The value is larger than the configured item size; nothing was sent.
     #[error(
-        "value of {len} bytes exceeds the item size limit of {limit} bytes (memcached -I); raise Builder::max_value_size if the servers allow it"
+        "value of {len} bytes exceeds the client's item size limit of {limit} bytes (Builder::max_value_size): turn on Builder::large_values to store it in chunks, or raise the limit where -I allows"
     )]
     ValueTooLarge {
         /// The value's length.
@@ -201,15 +211,18 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
-    /// `server` answered that the item is larger than its item size limit (memcached's
-    /// `item_size_max`, `-I`, 1 MB by default: the value, the key and about 50 bytes of
-    /// header); nothing was stored.
-    #[error(
-        "{server} refused the value as too large for its item size limit (memcached -I, item_size_max): store a smaller value, or raise -I on the servers and Builder::max_value_size"
-    )]
+    /// `server` cannot store the item: its value, key and about 60 bytes of header are more
+    /// than the server's item size limit (memcached's `item_size_max`, `-I`, 1 MB by
+    /// default). Either the client learned the limit (`stats settings`) and sent nothing, or
+    /// the server answered `SERVER_ERROR object too large for cache` and stored nothing.
+    #[error("{}", too_large(server, *len, *limit))]
     ItemTooLarge {
         /// The server's address.
         server: String,
+        /// The value's length, where the client knows it.
+        len: Option<usize>,
+        /// The server's `item_size_max`, where the client learned it.
+        limit: Option<usize>,
     },
     /// A value that could not be encoded for, or decoded from, the codec's peer (a type the
     /// peer cannot store, a payload that does not hold what its flags say, a decoded value of
@@ -649,4 +662,16 @@ impl std::fmt::Display for AuthProblem {
             }
         })
     }
+}
+
+/// [`Error::ItemTooLarge`]'s message: the size and the limit where known, and the fixes.
+fn too_large(server: &str, len: Option<usize>, limit: Option<usize>) -> String {
+    let value = len.map_or_else(
+        || "the value".to_owned(),
+        |n| format!("a value of {n} bytes"),
+    );
+    let limit = limit.map_or_else(String::new, |n| format!(" of {n} bytes"));
+    format!(
+        "{server} cannot store {value}: over its item size limit{limit} (memcached -I) with key and header; store less, turn on Builder::large_values, or raise -I"
+    )
 }

@@ -158,7 +158,8 @@ pub use crate::ring::{hash, servers};
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use crate::settings::TlsConfig;
 pub use crate::settings::{
-    AuthScheme, Builder, Credentials, Expiry, FailurePolicy, Protocol, Stampede, UnknownProtocol,
+    AuthScheme, Builder, Credentials, Expiry, FailurePolicy, LARGE_VALUE_CHUNK,
+    MIN_LARGE_VALUE_CHUNK, Protocol, Stampede, UnknownProtocol,
 };
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]

@@ -141,8 +141,8 @@ fn many_typed_values_round_trip_with_each_key_s_own_result() {
 }
 
 /// A value the servers cannot hold (over memcached's default 1 MB `item_size_max`) with the
-/// client's own limit raised: memcached's refusal is the typed `ItemTooLarge` naming the
-/// server, in both protocols and both clients, and the connection stays usable.
+/// client's own limit raised: the typed `ItemTooLarge` naming the server, the size and the
+/// limit it learned, in both protocols and both clients, and the connection stays usable.
 #[test]
 fn a_value_over_the_server_s_item_size_is_refused_by_name() {
     if !require("memcached") {
@@ -158,7 +158,7 @@ fn a_value_over_the_server_s_item_size_is_refused_by_name() {
             .expect("client");
         let e = client.set("big", &big, Expiry::NEVER);
         assert!(
-            matches!(&e, Err(Error::ItemTooLarge { server }) if *server == s.addr()),
+            matches!(&e, Err(Error::ItemTooLarge { server, len: Some(1_048_577), limit: Some(1_048_576) }) if *server == s.addr()),
             "{protocol:?}: {e:?}"
         );
         assert!(

@@ -7,6 +7,7 @@ use super::prober;
 use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve, Single};
 use crate::core::failure::call::{Call, Failed, after_failure};
+use crate::core::large;
 use crate::core::route::finish;
 use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
@@ -374,7 +375,13 @@ impl Client {
     /// Get many keys: one pipelined request per server, all servers concurrently. Results are
     /// in the order of `keys`; a failing server gives errors for its keys only.
     #[must_use = "each key has its own result"]
-    pub async fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+    pub async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        let got = self.get_multi_raw(keys).await;
+        large::complete_many(self, keys, got).await
+    }
+
+    /// `get_multi` of the items as stored (a large value's index as it is).
+    async fn get_multi_raw<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         self.core.note_keys(keys);
         let span = observe::span::command(&self.core.settings, "get_multi", &Listed(keys));
         let mut tally = span.tally();
@@ -436,5 +443,9 @@ impl Transport for Client {
 
     async fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         Client::get_multi(self, keys).await
+    }
+
+    async fn get_multi_raw<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        Client::get_multi_raw(self, keys).await
     }
 }

@@ -8,8 +8,11 @@ use super::prober;
 use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve, Single};
 use crate::core::failure::call::{Failed, after_failure};
+use crate::core::item_limit;
+use crate::core::large;
 use crate::core::ops::{self, Get};
 use crate::core::route::finish;
+use crate::core::transport::now;
 use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::error::Result;
@@ -77,20 +80,26 @@ impl Client {
     crate::core::api::command_methods!();
     crate::core::api::stampede_methods!([F: FnOnce() -> std::result::Result<V, E>, V, E], ready_now);
 
-    /// `get` on the hot path: the steps of [`ops::get`] without its future.
+    /// `get` on the hot path: the steps of [`large::get`] without its future (but for
+    /// making a large value whole).
     fn get_now(&self, key: &[u8]) -> Result<Option<Item>> {
-        match ops::get_begin(&self.core, key)? {
-            Get::Near(item) => Ok(Some(item)),
+        let item = match ops::get_begin(&self.core, key)? {
+            Get::Near(item) => Some(item),
             Get::Ask(r) => {
                 let keys = [&r.wire[..]];
                 let mut ex = Retrieve::new(&keys, false, None);
                 self.on(&r.member, &mut ex)?;
-                Ok(ops::get_end(&self.core, key, &r.member, &mut ex))
+                ops::get_end(&self.core, key, &r.member, &mut ex)
             }
+        };
+        if self.core.settings.large_values.is_none() {
+            return Ok(item);
         }
+        now(self, large::complete(self, key, item, None))
     }
 
-    /// A storage command on the hot path: the steps of [`ops::store_for`] without its future.
+    /// A storage command on the hot path: the steps of [`large::store`] without its future
+    /// (but for a value in chunks, or one that needs the server's limit).
     fn store_now(
         &self,
         cmd: StoreCommand,
@@ -100,10 +109,19 @@ impl Client {
         expiry: crate::Expiry,
     ) -> Result<StoreOutcome> {
         let exptime = expiry.exptime_now();
+        if large::chunked(self.core.settings.large_values, value) {
+            return now(self, large::store(self, cmd, key, value, (flags, exptime)));
+        }
         let r = self.core.route(key, true)?;
         let stored = self.core.keys.check_value(value).and_then(|()| {
+            if item_limit::worth_asking(r.wire.len(), value.len(), flags) {
+                now(
+                    self,
+                    ops::fits(self, &r.member, &r.wire, value.len(), flags),
+                )?;
+            }
             let mut ex = Single::store(cmd, &r.wire, value, flags, exptime);
-            self.on(&r.member, &mut ex)
+            ops::sized(&r.member, value.len(), self.on(&r.member, &mut ex))
         });
         self.core.forget([key]);
         stored
@@ -180,6 +198,15 @@ impl Client {
     /// the order of `keys`; a failing server gives errors for its keys only.
     #[must_use = "each key has its own result"]
     pub fn get_multi<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
+        let got = self.get_multi_raw(keys);
+        if self.core.settings.large_values.is_none() {
+            return got;
+        }
+        now(self, large::complete_many(self, keys, got))
+    }
+
+    /// `get_multi` of the items as stored (a large value's index as it is).
+    fn get_multi_raw<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Item>>> {
         self.core.note_keys(keys);
         // the command's span, entered while each server's span is made: their parent
         let span = observe::span::command(&self.core.settings, "get_multi", &Listed(keys));
@@ -283,6 +310,10 @@ impl Transport for Client {
 
     fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
         ready(Client::get_multi(self, keys))
+    }
+
+    fn get_multi_raw<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
+        ready(Client::get_multi_raw(self, keys))
     }
 
     fn pause(&self, pause: Duration) -> Ready<()> {

@@ -155,7 +155,7 @@ macro_rules! value_methods {
             &self,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<$crate::value::Value>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_value(self, (&self.core.settings.transcoder).into(), key.as_ref()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::get_value(self, (&self.core.settings.transcoder).into(), key.as_ref()))
         }
 
         /// `get`, decoded by `codec`.
@@ -166,7 +166,7 @@ macro_rules! value_methods {
             codec: impl Into<$crate::value::Transcoder>,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<$crate::value::Value>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_value(self, codec.into(), key.as_ref()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::get_value(self, codec.into(), key.as_ref()))
         }
 
         /// `get`, decoded by the client's codec and converted to `T` (`get_as::<i64>(key)`);
@@ -177,7 +177,7 @@ macro_rules! value_methods {
             &self,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<T>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_as(self, (&self.core.settings.transcoder).into(), key.as_ref()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::get_as(self, (&self.core.settings.transcoder).into(), key.as_ref()))
         }
 
         /// `get_as` with `codec`.
@@ -188,7 +188,7 @@ macro_rules! value_methods {
             codec: impl Into<$crate::value::Transcoder>,
             key: impl AsRef<[u8]>,
         ) -> $crate::Result<Option<T>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_as(self, codec.into(), key.as_ref()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::get_as(self, codec.into(), key.as_ref()))
         }
 
         /// `get_multi` of typed values: each key's hit decoded by the client's codec and
@@ -202,7 +202,7 @@ macro_rules! value_methods {
             &self,
             keys: &[K],
         ) -> Vec<$crate::Result<Option<T>>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_many_as(self, (&self.core.settings.transcoder).into(), keys))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::get_many_as(self, (&self.core.settings.transcoder).into(), keys))
         }
 
         /// `get_many_as` with `codec`.
@@ -214,7 +214,7 @@ macro_rules! value_methods {
             codec: impl Into<$crate::value::Transcoder>,
             keys: &[K],
         ) -> Vec<$crate::Result<Option<T>>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::get_many_as(self, codec.into(), keys))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::get_many_as(self, codec.into(), keys))
         }
 
         /// `set_multi` of typed values, each stored as the client's codec's peer stores it: a
@@ -227,7 +227,7 @@ macro_rules! value_methods {
             items: &[(K, T)],
             expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_many_values(self, (&self.core.settings.transcoder).into(), items, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::set_many_values(self, (&self.core.settings.transcoder).into(), items, expiry.into()))
         }
 
         /// `set_many_values` with `codec`.
@@ -240,7 +240,7 @@ macro_rules! value_methods {
             items: &[(K, T)],
             expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_many_values(self, codec.into(), items, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::set_many_values(self, codec.into(), items, expiry.into()))
         }
 
         /// `set` of `value` stored as the client's codec's peer stores a value of its type
@@ -253,7 +253,7 @@ macro_rules! value_methods {
             value: &T,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_value(self, (&self.core.settings.transcoder).into(), key.as_ref(), value, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::set_value(self, (&self.core.settings.transcoder).into(), key.as_ref(), value, expiry.into()))
         }
 
         /// `set_value` with `codec`.
@@ -266,7 +266,7 @@ macro_rules! value_methods {
             value: &T,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_value(self, codec.into(), key.as_ref(), value, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::typed::set_value(self, codec.into(), key.as_ref(), value, expiry.into()))
         }
     };
 }
@@ -289,18 +289,18 @@ macro_rules! command_methods {
             flags: u32,
             expiry: $crate::Expiry,
         ) -> $crate::Result<$crate::StoreOutcome> {
-            $crate::core::transport::hot!($($await)?; self.store_now(cmd, key, value, flags, expiry); $crate::core::ops::store_for(self, cmd, key, value, flags, expiry))
+            $crate::core::transport::hot!($($await)?; self.store_now(cmd, key, value, flags, expiry); $crate::core::large::store(self, cmd, key, value, (flags, expiry.exptime_now())))
         }
 
         /// `get`: the value, or `None` on a miss. Keys marked for the near cache are served
         /// from the process while their cached copy is fresh.
         pub $($async)? fn get(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
-            $crate::core::transport::hot!($($await)?; self.get_now(key.as_ref()); $crate::core::ops::get(self, key.as_ref()))
+            $crate::core::transport::hot!($($await)?; self.get_now(key.as_ref()); $crate::core::large::get(self, key.as_ref()))
         }
 
         /// `gets`: the value with its CAS unique.
         pub $($async)? fn gets(&self, key: impl AsRef<[u8]>) -> $crate::Result<Option<$crate::Item>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::retrieve(self, key.as_ref(), true, None))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::retrieve(self, key.as_ref(), true, None))
         }
 
         /// `gat`: get and set a new expiry.
@@ -309,7 +309,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::retrieve(self, key.as_ref(), false, Some(expiry.into().exptime_now())))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::retrieve(self, key.as_ref(), false, Some(expiry.into().exptime_now())))
         }
 
         /// `gats`: get with CAS unique and set a new expiry.
@@ -318,7 +318,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<Option<$crate::Item>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::retrieve(self, key.as_ref(), true, Some(expiry.into().exptime_now())))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::retrieve(self, key.as_ref(), true, Some(expiry.into().exptime_now())))
         }
 
         $crate::core::api::value_methods!($($async $await)?);
@@ -380,7 +380,7 @@ macro_rules! command_methods {
 
         /// `delete`.
         pub $($async)? fn delete(&self, key: impl AsRef<[u8]>) -> $crate::Result<$crate::DeleteOutcome> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::delete(self, key.as_ref()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::delete(self, key.as_ref()))
         }
 
         /// `incr`: the new value, or `None` if the key does not exist.
@@ -399,7 +399,7 @@ macro_rules! command_methods {
             key: impl AsRef<[u8]>,
             expiry: impl Into<$crate::Expiry>,
         ) -> $crate::Result<$crate::TouchOutcome> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::touch(self, key.as_ref(), expiry.into().exptime_now()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::touch(self, key.as_ref(), expiry.into().exptime_now()))
         }
 
         /// Set many items: pipelined per server, servers in parallel. Results in input order.
@@ -410,7 +410,7 @@ macro_rules! command_methods {
             flags: u32,
             expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<$crate::StoreOutcome>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_multi(self, items, flags, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::set_multi(self, items, flags, expiry.into()))
         }
 
         /// Delete many keys: pipelined per server, servers in parallel. Results in input order.
@@ -419,7 +419,7 @@ macro_rules! command_methods {
             &self,
             keys: &[K],
         ) -> Vec<$crate::Result<$crate::DeleteOutcome>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::delete_multi(self, keys))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::delete_multi(self, keys))
         }
 
         /// Set many items with `noreply`, then one `version` per server to learn that the
@@ -438,7 +438,7 @@ macro_rules! command_methods {
             flags: u32,
             expiry: impl Into<$crate::Expiry>,
         ) -> Vec<$crate::Result<()>> {
-            $crate::core::transport::drive!($($await)?; self; $crate::core::ops::set_multi_noreply(self, items, flags, expiry.into()))
+            $crate::core::transport::drive!($($await)?; self; $crate::core::large::set_multi_noreply(self, items, flags, expiry.into()))
         }
 
         /// `version` of every server, in server order.

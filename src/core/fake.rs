@@ -271,6 +271,10 @@ impl Transport for Fake {
         ready(got.collect())
     }
 
+    fn get_multi_raw<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
+        self.get_multi(keys)
+    }
+
     fn pause(&self, pause: Duration) -> Ready<()> {
         lock(&self.pauses).push(pause);
         ready(())
@@ -309,6 +313,13 @@ impl<T: Transport + Send + Sync> Transport for Arc<T> {
         keys: &[K],
     ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
         (**self).get_multi(keys)
+    }
+
+    fn get_multi_raw<K: AsRef<[u8]> + Sync>(
+        &self,
+        keys: &[K],
+    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send {
+        (**self).get_multi_raw(keys)
     }
 
     fn pause(&self, pause: Duration) -> impl Future<Output = ()> + Send {

@@ -16,7 +16,10 @@
 //! | `link`, `readbuf` | a connection's stream state, buffers and drive of an exchange |
 //! | `auth`, `tls` | the login of a new connection; TLS failures classified where they are seen |
 //! | `transport` | the contract of the two clients for the flows written once for both |
+//! | `item_limit` | each server's item size limit, learned before a value that may not fit is sent |
 //! | `ops`, `leased`, `replicated` | those flows: each command, the lease loop, replicated keys |
+//! | `large` | large values: chunks and their index (`format`), and the flows that store, read, touch and delete them |
+//! | `typed` | the typed-value flows: a codec around the commands |
 //! | `api` | the public methods both clients share word for word, defined once: each a call into a flow |
 //!
 //! Layer: the sans-IO core. May import: `proto`, `ring`, `settings`,
@@ -27,7 +30,9 @@ pub(crate) mod exchange;
 pub(crate) mod failure;
 #[cfg(test)]
 pub(crate) mod fake;
+pub(crate) mod item_limit;
 pub(crate) mod keys;
+pub(crate) mod large;
 pub(crate) mod leased;
 pub(crate) mod link;
 pub(crate) mod multi;
@@ -44,6 +49,8 @@ pub(crate) mod route;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 pub(crate) mod transport;
+#[cfg(feature = "codecs")]
+pub(crate) mod typed;
 pub(crate) mod view;
 
 use crate::error::Result;
@@ -121,6 +128,7 @@ impl<P> Core<P> {
             health: Health::default(),
             rejoin: RejoinLog::new(self.settings.rejoin_limit),
             observe: crate::observe::PerServer::joined(&s.addr),
+            limit: item_limit::ItemLimit::default(),
         })
     }
 

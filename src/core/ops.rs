@@ -8,6 +8,7 @@ use super::exchange::{
     MetaOne, Metadump, NoreplySets, Retrieve, Single, StatsExchange, WriteMany, delete_outcome,
     store_outcome,
 };
+use super::item_limit::{self, Known};
 use super::route::Group;
 use super::route::Routed;
 use super::transport::Transport;
@@ -106,8 +107,58 @@ pub(crate) async fn store_on<T: Transport>(
     (flags, exptime): (u32, u32),
 ) -> Result<StoreOutcome> {
     t.core().keys.check_value(value)?;
-    t.on(m, &mut Single::store(cmd, wire, value, flags, exptime))
-        .await
+    fits(t, m, wire, value.len(), flags).await?;
+    let r = t
+        .on(m, &mut Single::store(cmd, wire, value, flags, exptime))
+        .await;
+    sized(m, value.len(), r)
+}
+
+/// `Err(ItemTooLarge)`, before anything is sent, for a value `m` cannot hold under `wire`
+/// with `flags`: `m`'s limit asked once (`stats settings`) when the item could be over
+/// memcached's smallest. A server that does not answer the question is not asked again
+/// (until it refuses an item): its own answer to the store then tells.
+pub(crate) async fn fits<T: Transport>(
+    t: &T,
+    m: &On<T>,
+    wire: &[u8],
+    len: usize,
+    flags: u32,
+) -> Result<()> {
+    if !item_limit::worth_asking(wire.len(), len, flags) {
+        return Ok(());
+    }
+    let known = match m.limit.known() {
+        Known::Unknown => match t.on(m, &mut StatsExchange::new(Some("settings"))).await {
+            Ok(settings) => m.limit.learn(&settings),
+            Err(_) => m.limit.learn(&[]),
+        },
+        known => known,
+    };
+    item_limit::check(known, &m.server.addr, (wire.len(), len, flags))
+}
+
+/// A store's outcome `r` on `m` of a value of `len` bytes: the server's refusal of the item
+/// as too large given the length and the limit the client knew (then forgotten: the server
+/// may have restarted with a smaller one).
+pub(crate) fn sized<P>(m: &Member<P>, len: usize, r: Result<StoreOutcome>) -> Result<StoreOutcome> {
+    match r {
+        Err(Error::ItemTooLarge {
+            server, len: None, ..
+        }) => {
+            let limit = match m.limit.known() {
+                Known::Limit { bytes, .. } => Some(bytes),
+                _ => None,
+            };
+            m.limit.forget();
+            Err(Error::ItemTooLarge {
+                server,
+                len: Some(len),
+                limit,
+            })
+        }
+        r => r,
+    }
 }
 
 /// One storage command of `key`, with `(flags, exptime)`.
@@ -122,20 +173,6 @@ pub(crate) async fn store<T: Transport>(
     let res = store_on(t, &r.member, cmd, &r.wire, value, meta).await;
     t.core().forget([key]);
     res
-}
-
-/// A storage command with flags and an expiry. (The blocking client runs the same steps
-/// without a future: its hot path; so only the async client calls this.)
-#[cfg(feature = "async")]
-pub(crate) async fn store_for<T: Transport>(
-    t: &T,
-    cmd: StoreCommand,
-    key: &[u8],
-    value: &[u8],
-    flags: u32,
-    expiry: Expiry,
-) -> Result<StoreOutcome> {
-    store(t, cmd, key, value, (flags, expiry.exptime_now())).await
 }
 
 /// `delete` of `wire` on `m`.
@@ -170,6 +207,25 @@ pub(crate) async fn arith<T: Transport>(
     res
 }
 
+/// `touch` of each of `keys` with `exptime` as sent, all at once; results in input order
+/// (`Err` as a whole for a key that cannot be routed: nothing is sent).
+pub(crate) async fn touch_many<T: Transport, K: AsRef<[u8]>>(
+    t: &T,
+    keys: &[K],
+    exptime: u32,
+) -> Result<Vec<Result<TouchOutcome>>> {
+    let core = t.core();
+    let routed = keys
+        .iter()
+        .map(|k| core.route(k.as_ref(), true))
+        .collect::<Result<Vec<_>>>()?;
+    let work = routed
+        .iter()
+        .map(|r| (r.member.clone(), Single::touch(&r.wire, exptime)))
+        .collect();
+    Ok(t.on_each(work).await.into_iter().map(|(_, r)| r).collect())
+}
+
 /// `touch` of `key` with `exptime` as sent.
 pub(crate) async fn touch<T: Transport>(t: &T, key: &[u8], exptime: u32) -> Result<TouchOutcome> {
     let r = t.core().route(key, true)?;
@@ -185,118 +241,6 @@ pub(crate) async fn invalidate<T: Transport>(t: &T, key: &[u8]) -> Result<Delete
         .await;
     t.core().forget([key]);
     res
-}
-
-/// `get`, decoded by `codec`.
-#[cfg(feature = "codecs")]
-pub(crate) async fn get_value<T: Transport>(
-    t: &T,
-    codec: crate::value::Transcoder,
-    key: &[u8],
-) -> Result<Option<crate::value::Value>> {
-    let item = get(t, key).await?;
-    item.map(|item| t.core().decode_item(&codec, key, &item))
-        .transpose()
-}
-
-/// `get`, decoded by `codec` and converted to `V`.
-#[cfg(feature = "codecs")]
-pub(crate) async fn get_as<T: Transport, V: crate::value::FromValue>(
-    t: &T,
-    codec: crate::value::Transcoder,
-    key: &[u8],
-) -> Result<Option<V>> {
-    let value = get_value(t, codec, key).await?;
-    value.map(|v| super::typed_as(key, v)).transpose()
-}
-
-/// `set` of `value` as `codec`'s peer stores it.
-#[cfg(feature = "codecs")]
-pub(crate) async fn set_value<T: Transport, V: crate::value::ToValue + ?Sized>(
-    t: &T,
-    codec: crate::value::Transcoder,
-    key: &[u8],
-    value: &V,
-    expiry: Expiry,
-) -> Result<StoreOutcome> {
-    let stored = t.core().encode_value(&codec, key, value)?;
-    let meta = (stored.flags, expiry.exptime_now());
-    store(t, StoreCommand::Set, key, &stored.bytes, meta).await
-}
-
-/// `get_multi`, each hit decoded by `codec` and converted to `V`: each key's own result (a
-/// miss, a value, or its codec's or conversion's error), in input order.
-#[cfg(feature = "codecs")]
-pub(crate) async fn get_many_as<T, K, V>(
-    t: &T,
-    codec: crate::value::Transcoder,
-    keys: &[K],
-) -> Vec<Result<Option<V>>>
-where
-    T: Transport,
-    K: AsRef<[u8]> + Sync,
-    V: crate::value::FromValue,
-{
-    let items = t.get_multi(keys).await;
-    let core = t.core();
-    items
-        .into_iter()
-        .zip(keys)
-        .map(|(r, k)| {
-            let k = k.as_ref();
-            let item = r?;
-            item.map(|item| super::typed_as(k, core.decode_item(&codec, k, &item)?))
-                .transpose()
-        })
-        .collect()
-}
-
-/// Encoded values of one flags: `(flags, [(index, bytes)])`.
-#[cfg(feature = "codecs")]
-type FlagsBatch = (u32, Vec<(usize, Vec<u8>)>);
-
-/// `set_multi` of typed values, each stored as `codec`'s peer stores it: a value that cannot
-/// be encoded fails alone; the rest are sent pipelined, one batch per distinct flags (a codec
-/// sets flags per value: its type, whether it was compressed). Results in input order.
-#[cfg(feature = "codecs")]
-pub(crate) async fn set_many_values<T, K, V>(
-    t: &T,
-    codec: crate::value::Transcoder,
-    items: &[(K, V)],
-    expiry: Expiry,
-) -> Vec<Result<StoreOutcome>>
-where
-    T: Transport,
-    K: AsRef<[u8]> + Sync,
-    V: crate::value::ToValue,
-{
-    let core = t.core();
-    let mut out: Vec<Option<Result<StoreOutcome>>> = (0..items.len()).map(|_| None).collect();
-    let mut batches: Vec<FlagsBatch> = Vec::new();
-    for (i, (k, v)) in items.iter().enumerate() {
-        match core.encode_value(&codec, k.as_ref(), v) {
-            Ok(e) => match batches.iter_mut().find(|(f, _)| *f == e.flags) {
-                Some((_, b)) => b.push((i, e.bytes)),
-                None => batches.push((e.flags, vec![(i, e.bytes)])),
-            },
-            Err(e) => out[i] = Some(Err(e)),
-        }
-    }
-    for (flags, batch) in &batches {
-        let pairs: Vec<(&[u8], &[u8])> = batch
-            .iter()
-            .map(|(i, bytes)| (items[*i].0.as_ref(), bytes.as_slice()))
-            .collect();
-        let results = set_multi(t, &pairs, *flags, expiry).await;
-        for ((i, _), r) in batch.iter().zip(results) {
-            out[*i] = Some(r);
-        }
-    }
-    out.into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| Err(Error::protocol("set_many_values", "a value was not sent")))
-        })
-        .collect()
 }
 
 /// For each group, `make(group)`'s exchange with its server, servers in parallel, and
@@ -358,19 +302,19 @@ where
     servers.zip(done).map(|(s, (_, r))| (s, r)).collect()
 }
 
-/// `set_multi`: pipelined per server, servers in parallel; results in input order.
-pub(crate) async fn set_multi<T: Transport, K, V>(
+/// `set_multi` with `(flags, exptime)` as sent: pipelined per server, servers in parallel;
+/// results in input order.
+pub(crate) async fn set_multi_at<T: Transport, K, V>(
     t: &T,
     items: &[(K, V)],
-    flags: u32,
-    expiry: Expiry,
+    meta: (u32, u32),
 ) -> Vec<Result<StoreOutcome>>
 where
     K: AsRef<[u8]> + Sync,
     V: AsRef<[u8]> + Sync,
 {
     let core = t.core();
-    let batch = core.set_batch(items, (flags, expiry.exptime_now()));
+    let batch = core.set_batch(items, meta);
     let sets = |g| WriteMany::new("set_multi", batch.sets(g, false), store_outcome);
     let span = ("set_multi", &Paired(items));
     let results = each_group(t, span, &batch.groups, sets, |ex, r, _| {
@@ -528,7 +472,7 @@ mod tests {
                 (format!("key:{i}"), v)
             })
             .collect();
-        let stored = now(&f, set_multi(&f, &items, 0, Expiry::NEVER));
+        let stored = now(&f, set_multi_at(&f, &items, (0, 0)));
         assert_eq!(stored.len(), 30);
         for (i, r) in stored.iter().enumerate() {
             match i {

@@ -55,8 +55,15 @@ pub(crate) trait Transport: Sync {
         work: Vec<(Arc<Member<Self::Pool>>, E)>,
     ) -> impl Future<Output = Vec<(E, Result<E::Output>)>> + Send;
 
-    /// The client's own `get_multi`: one pipelined request per server.
+    /// The client's own `get_multi`: one pipelined request per server, large values made
+    /// whole.
     fn get_multi<K: AsRef<[u8]> + Sync>(
+        &self,
+        keys: &[K],
+    ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send;
+
+    /// `get_multi` of the items as stored: a large value's index as it is.
+    fn get_multi_raw<K: AsRef<[u8]> + Sync>(
         &self,
         keys: &[K],
     ) -> impl Future<Output = Vec<Result<Option<Item>>>> + Send;

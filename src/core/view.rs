@@ -18,6 +18,8 @@ pub(crate) struct Member<P> {
     pub(crate) rejoin: RejoinLog,
     /// What the client reports about the server (metrics' labels made once).
     pub(crate) observe: crate::observe::PerServer,
+    /// The server's item size limit, once learned.
+    pub(crate) limit: crate::core::item_limit::ItemLimit,
 }
 
 /// See the module docs.

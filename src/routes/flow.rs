@@ -9,6 +9,7 @@ use super::{
     Write, Written, cap_exptime, expiry_of, gutter_ttl, is_failure, settle, settle_all, spread,
 };
 use crate::Expiry;
+use crate::core::large;
 use crate::core::ops;
 use crate::core::transport::Transport;
 use crate::error::{Error, Result};
@@ -111,9 +112,9 @@ impl<'r, T: Transport> Route<'r, T> {
     async fn read_on(&self, p: PoolRole, key: &[u8], cas: bool) -> Result<Option<Item>> {
         let c = self.pool(p);
         if cas {
-            ops::retrieve(c, key, true, None).await
+            large::retrieve(c, key, true, None).await
         } else {
-            ops::get(c, key).await
+            large::get(c, key).await
         }
     }
 
@@ -166,7 +167,7 @@ impl<'r, T: Transport> Route<'r, T> {
         self.backfill(key, &item).await;
         if cas {
             // the token must be the new pool's, where the cas will go
-            let again = ops::retrieve(self.pool(First), key, true, None).await?;
+            let again = large::retrieve(self.pool(First), key, true, None).await?;
             return Ok(again.map(|i| (i, First)));
         }
         Ok(Some((item, First)))
@@ -175,7 +176,7 @@ impl<'r, T: Transport> Route<'r, T> {
     /// The old pool's value of `key`, counted; a failure counts as a miss.
     async fn old_value(&self, key: &[u8]) -> Option<Item> {
         self.state.count(Counter::fallback_reads);
-        match ops::get(self.pool(Second), key).await {
+        match large::get(self.pool(Second), key).await {
             Ok(found) => {
                 if found.is_some() {
                     self.state.count(Counter::fallback_hits);
@@ -193,7 +194,7 @@ impl<'r, T: Transport> Route<'r, T> {
     async fn backfill(&self, key: &[u8], item: &Item) {
         let exptime = self.state.kind.backfill().exptime_now();
         let meta = (item.flags, exptime);
-        let r = ops::store(self.pool(First), StoreCommand::Add, key, &item.value, meta).await;
+        let r = large::store(self.pool(First), StoreCommand::Add, key, &item.value, meta).await;
         self.state.count(match r {
             Ok(StoreOutcome::Stored) => Counter::backfills,
             Ok(_) => Counter::backfills_lost,
@@ -307,7 +308,7 @@ impl<'r, T: Transport> Route<'r, T> {
             self.to_gutter(key)?;
         }
         let cmd = StoreCommand::Cas(token.unique);
-        let r = ops::store(self.pool(p), cmd, key, value, (flags, exptime)).await;
+        let r = large::store(self.pool(p), cmd, key, value, (flags, exptime)).await;
         let r = match (mode, p, r) {
             (Mode::Gutter(_), First, Err(e)) if is_failure(&e) => {
                 let why = format!(
@@ -391,7 +392,7 @@ impl<'r, T: Transport> Route<'r, T> {
         if let Kind::Mirror { .. } = self.state.kind {
             self.state.count(Counter::mirror_partial_writes);
         }
-        if !failed && ops::delete(self.pool(p), key).await.is_ok() {
+        if !failed && large::delete(self.pool(p), key).await.is_ok() {
             return;
         }
         // the key was valid for the write just made, so this cannot fail on the key
@@ -408,7 +409,7 @@ impl<'r, T: Transport> Route<'r, T> {
     /// Copy `p` of `key` is stale after a read-modify command on the other one: delete it (or
     /// have it repaired).
     async fn drop_copy(&self, p: PoolRole, key: &[u8]) {
-        match ops::delete(self.pool(p), key).await {
+        match large::delete(self.pool(p), key).await {
             Ok(_) => self.state.count(Counter::old_copies_deleted),
             Err(e) => self.repair(p, key, is_failure(&e)).await,
         }
@@ -483,7 +484,7 @@ impl<'r, T: Transport> Route<'r, T> {
         for (server, todo) in self.state.gutter.take_returned(down) {
             match todo {
                 GutterCleanup::Delete(keys) => {
-                    let results = ops::delete_multi(self.pool(Second), &keys).await;
+                    let results = large::delete_multi(self.pool(Second), &keys).await;
                     let mut left = Vec::new();
                     for (k, r) in keys.into_iter().zip(results) {
                         match r {
@@ -515,8 +516,8 @@ impl<'r, T: Transport> Route<'r, T> {
 
     /// Read `key` from both pools and compare value and flags.
     pub(crate) async fn verify(&self, key: &[u8]) -> Result<bool> {
-        let a = ops::get(self.pool(First), key).await?;
-        let b = ops::get(self.pool(Second), key).await?;
+        let a = large::get(self.pool(First), key).await?;
+        let b = large::get(self.pool(Second), key).await?;
         let same = match (a, b) {
             (Some(a), Some(b)) => a.value == b.value && a.flags == b.flags,
             _ => true,
@@ -539,13 +540,13 @@ impl<'r, T: Transport> Route<'r, T> {
         V: AsRef<[u8]> + Sync,
     {
         let (preferred, any_ok) = match self.state.mode() {
-            Mode::One(p) => return ops::set_multi(self.pool(p), items, flags, expiry).await,
+            Mode::One(p) => return large::set_multi(self.pool(p), items, flags, expiry).await,
             Mode::DeletesBoth => {
-                return ops::set_multi(self.pool(First), items, flags, expiry).await;
+                return large::set_multi(self.pool(First), items, flags, expiry).await;
             }
             Mode::Gutter(ttl) => {
                 self.clean_gutter().await;
-                let mut out = ops::set_multi(self.pool(First), items, flags, expiry).await;
+                let mut out = large::set_multi(self.pool(First), items, flags, expiry).await;
                 let failed = self.gutter_takes(&mut out, |i| items[i].0.as_ref());
                 if failed.is_empty() {
                     return out;
@@ -556,7 +557,7 @@ impl<'r, T: Transport> Route<'r, T> {
                     .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
                     .collect();
                 let gutter = self.pool(Second);
-                let second = ops::set_multi(gutter, &sub, flags, expiry_of(exptime)).await;
+                let second = large::set_multi(gutter, &sub, flags, expiry_of(exptime)).await;
                 for (&i, r) in failed.iter().zip(second) {
                     out[i] = r;
                 }
@@ -565,14 +566,14 @@ impl<'r, T: Transport> Route<'r, T> {
             Mode::WarmUp => (First, false),
             Mode::Mirror(p) => (p, true),
         };
-        let rp = ops::set_multi(self.pool(preferred), items, flags, expiry).await;
+        let rp = large::set_multi(self.pool(preferred), items, flags, expiry).await;
         let two = self.two_copies(items.len(), |i| items[i].0.as_ref(), any_ok);
         let sub: Vec<(&[u8], &[u8])> = two
             .iter()
             .map(|&i| (items[i].0.as_ref(), items[i].1.as_ref()))
             .collect();
         let other = preferred.other();
-        let ro = ops::set_multi(self.pool(other), &sub, flags, expiry).await;
+        let ro = large::set_multi(self.pool(other), &sub, flags, expiry).await;
         let ro = spread(items.len(), &two, ro);
         let (out, fixes) = settle_all((preferred, rp), (other, ro), any_ok);
         self.repair_all(fixes, |i| items[i].0.as_ref()).await;
@@ -585,16 +586,16 @@ impl<'r, T: Transport> Route<'r, T> {
         keys: &[K],
     ) -> Vec<Result<DeleteOutcome>> {
         let (preferred, any_ok) = match self.state.mode() {
-            Mode::One(p) => return ops::delete_multi(self.pool(p), keys).await,
+            Mode::One(p) => return large::delete_multi(self.pool(p), keys).await,
             Mode::Gutter(_) => {
                 self.clean_gutter().await;
-                let mut out = ops::delete_multi(self.pool(First), keys).await;
+                let mut out = large::delete_multi(self.pool(First), keys).await;
                 let failed = self.gutter_takes(&mut out, |i| keys[i].as_ref());
                 if failed.is_empty() {
                     return out;
                 }
                 let sub: Vec<&[u8]> = failed.iter().map(|&i| keys[i].as_ref()).collect();
-                let second = ops::delete_multi(self.pool(Second), &sub).await;
+                let second = large::delete_multi(self.pool(Second), &sub).await;
                 for (&i, r) in failed.iter().zip(second) {
                     out[i] = r;
                 }
@@ -607,14 +608,14 @@ impl<'r, T: Transport> Route<'r, T> {
         let other = preferred.other();
         let two = self.two_copies(keys.len(), |i| keys[i].as_ref(), any_ok);
         let sub: Vec<&[u8]> = two.iter().map(|&i| keys[i].as_ref()).collect();
-        let ro = ops::delete_multi(self.pool(other), &sub).await;
+        let ro = large::delete_multi(self.pool(other), &sub).await;
         let ro = spread(keys.len(), &two, ro);
         // as for one key: a key only the other copy had existed for the route
         let found_there: Vec<bool> = ro
             .iter()
             .map(|r| matches!(r, Some(Ok(DeleteOutcome::Deleted))))
             .collect();
-        let rp = ops::delete_multi(self.pool(preferred), keys).await;
+        let rp = large::delete_multi(self.pool(preferred), keys).await;
         let (mut out, fixes) = settle_all((preferred, rp), (other, ro), any_ok);
         for (r, found) in out.iter_mut().zip(found_there) {
             if found && matches!(r, Ok(DeleteOutcome::NotFound)) {
@@ -675,7 +676,7 @@ mod tests {
         let cmd = StoreCommand::Set;
         let r = now(
             f,
-            ops::store(f, cmd, key.as_bytes(), value.as_bytes(), (0, 0)),
+            large::store(f, cmd, key.as_bytes(), value.as_bytes(), (0, 0)),
         );
         assert_eq!(r.unwrap(), StoreOutcome::Stored);
     }

@@ -16,6 +16,15 @@ use std::time::Duration;
 /// Keys remembered per ejected server before its rejoin turns to `flush_all`: 100,000.
 pub const DEFAULT_REJOIN_LIMIT: usize = 100_000;
 
+/// A chunk size for [`Builder::large_values`] that fits memcached's default 1 MiB item with
+/// any key: 1,000,000 bytes (the largest value memcached 1.6 stores under a 250-byte key at
+/// `-I 1m` is 1,048,267 bytes).
+pub const LARGE_VALUE_CHUNK: usize = 1_000_000;
+
+/// The smallest chunk size [`Builder::large_values`] takes: 1,024 bytes, memcached's
+/// smallest `-I`.
+pub const MIN_LARGE_VALUE_CHUNK: usize = 1024;
+
 /// Pool settings, kept to make pools for servers added later.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PoolSettings {
@@ -43,6 +52,8 @@ pub(crate) struct Settings {
     pub(crate) prefix: Vec<u8>,
     pub(crate) hash_with_prefix: bool,
     pub(crate) shorten_long_keys: bool,
+    /// The chunk size of large values, when on ([`Builder::large_values`]).
+    pub(crate) large_values: Option<usize>,
     pub(crate) policy: FailurePolicy,
     pub(crate) rejoin_limit: usize,
     pub(crate) stampede: crate::Stampede,
@@ -81,6 +92,7 @@ impl Default for Settings {
             prefix: Vec::new(),
             hash_with_prefix: false,
             shorten_long_keys: false,
+            large_values: None,
             policy: FailurePolicy::default(),
             rejoin_limit: DEFAULT_REJOIN_LIMIT,
             stampede: crate::Stampede::default(),
@@ -143,6 +155,12 @@ impl Settings {
         }
         if !self.prefix.is_empty() {
             proto::validate_key(&self.prefix).map_err(SettingError::BadPrefix)?;
+        }
+        if let Some(chunk) = self.large_values {
+            let max_value = self.conn.max_value_size;
+            if chunk < MIN_LARGE_VALUE_CHUNK || chunk > max_value {
+                return Err(SettingError::LargeValueChunk { chunk, max_value });
+            }
         }
         #[cfg(feature = "tls")]
         if let Some(e) = &self.tls_error {
@@ -425,6 +443,51 @@ impl<C> Builder<C> {
     /// ```
     pub fn shorten_long_keys(mut self, on: bool) -> Self {
         self.settings.shorten_long_keys = on;
+        self
+    }
+
+    /// Store a value over `chunk` bytes as chunks of `chunk` bytes under keys of their own,
+    /// then an index under its key, written last: values of any size, past the servers' item
+    /// size limit. `chunk` is from [`MIN_LARGE_VALUE_CHUNK`] to
+    /// [`max_value_size`](Builder::max_value_size); [`LARGE_VALUE_CHUNK`] fits memcached's
+    /// default `-I`. Default: off (a value over `max_value_size` is
+    /// [`Error::ValueTooLarge`](crate::Error::ValueTooLarge)).
+    ///
+    /// `get`, `gets`, `gat`, `gats`, `get_multi` (every chunk in one pipelined request per
+    /// server), the typed reads and writes, `set`, `add`, `replace`, `cas`, `set_multi`,
+    /// `touch`, `delete` and `delete_multi` apply to the whole value. A read returns the value
+    /// whole or a miss: a missing chunk (evicted, expired, deleted), one of another write, or a
+    /// damaged index reads as a miss, and a server down holding a chunk as its error. `delete`
+    /// and `touch` read the index first (one more round trip per call). `append` and `prepend`
+    /// take at most `chunk` bytes. Chunks go where their own keys route, spreading a value
+    /// over the servers.
+    ///
+    /// Every memshard client that reads these keys needs large values on (any chunk size);
+    /// other clients see the index's bytes. The stored format, a contract between memshard
+    /// versions:
+    ///
+    /// | item | key | value | flags, expiry |
+    /// |---|---|---|---|
+    /// | index | the key | `\0memshard-large/1 ` then `LEN CHUNK COUNT ID CRC`: decimal length, chunk size and chunk count, the write's random 64-bit id in 16 hex digits, the CRC-32 (IEEE) of the whole value in 8 hex digits, one space apart | the value's |
+    /// | chunk `i` (from 0) | `KEY:ID:i` (the prefix in front as for any key); when that would pass 250 bytes, the 32-hex md5 of the key in place of `KEY` | bytes `i × CHUNK` to `(i + 1) × CHUNK` of the value | 0, the value's expiry |
+    ///
+    /// The cost: `COUNT + 1` items per value, written chunks first; a value overwritten,
+    /// deleted while a server holding a chunk is down, or whose write failed half-way leaves
+    /// chunks no index points to until they expire or memcached's LRU evicts them. A value of
+    /// at most `chunk` bytes is stored as it is, unless it begins as an index does.
+    ///
+    /// ```no_run
+    /// let client = memshard::Client::builder()
+    ///     .server_list("127.0.0.1:11211")?
+    ///     .large_values(memshard::LARGE_VALUE_CHUNK)
+    ///     .build()?;
+    /// let big = vec![7u8; 5 << 20];
+    /// client.set("report", &big, memshard::Expiry::NEVER)?;
+    /// assert_eq!(client.get("report")?.map(|i| i.value.len()), Some(5 << 20));
+    /// # Ok::<(), memshard::Error>(())
+    /// ```
+    pub fn large_values(mut self, chunk: usize) -> Self {
+        self.settings.large_values = Some(chunk);
         self
     }
 

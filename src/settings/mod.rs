@@ -24,7 +24,7 @@ pub(crate) mod stampede;
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub(crate) mod tls;
 
-pub use builder::{Builder, DEFAULT_REJOIN_LIMIT};
+pub use builder::{Builder, DEFAULT_REJOIN_LIMIT, LARGE_VALUE_CHUNK, MIN_LARGE_VALUE_CHUNK};
 pub(crate) use builder::{PoolSettings, Settings};
 pub(crate) use conn::ConnOptions;
 pub use conn::RequestCaps;

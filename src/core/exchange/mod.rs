@@ -142,6 +142,8 @@ pub(crate) fn refusal(reply: Reply, server: &str, what: &str) -> Result<Error> {
         // `process_update_command`; proto_parser's meta `ms` says the same)
         Reply::ServerError(m) if m.starts_with("object too large for cache") => {
             return Ok(Error::ItemTooLarge {
+                len: None,
+                limit: None,
                 server: server.to_string(),
             });
         }

@@ -256,6 +256,8 @@ mod tests {
         // a value over its item size limit: the server answered
         let too_large = Error::ItemTooLarge {
             server: addr.clone(),
+            len: Some(2 << 20),
+            limit: Some(1 << 20),
         };
         assert!(!core.observe(&m, Some(&too_large)));
         assert!(!m.health.is_down());

@@ -4,7 +4,7 @@
 
 use super::{Client, Fut, Items, Node, Policy, Stored};
 use crate::Expiry;
-use crate::core::ops;
+use crate::core::large;
 use crate::error::Result;
 use crate::outcome::{DeleteOutcome, Item, StoreOutcome};
 use crate::routes::flow::{Route, gutter_kind, mirror_kind};
@@ -211,7 +211,7 @@ impl<T: Client> Pair<T> {
     async fn repair(&self, key: &[u8], failed: bool) {
         for c in &self.pools {
             self.state.count(crate::routes::Counter::repairs_recorded);
-            if !failed && ops::delete(c, key).await.is_ok() {
+            if !failed && large::delete(c, key).await.is_ok() {
                 continue;
             }
             let _ = c.written_elsewhere(key);

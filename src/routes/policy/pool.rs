@@ -3,6 +3,7 @@
 
 use super::{Client, Count, Fut, Items, Policy, Stored};
 use crate::Expiry;
+use crate::core::large;
 use crate::core::ops;
 use crate::core::transport::Transport;
 use crate::error::{Error, Result};
@@ -29,9 +30,9 @@ pub(crate) async fn write_on<T: Transport>(
             value,
             flags,
             exptime,
-        } => Written::Store(ops::store(client, cmd, key, value, (flags, exptime)).await?),
-        Write::Delete => Written::Delete(ops::delete(client, key).await?),
-        Write::Touch(exptime) => Written::Touch(ops::touch(client, key, exptime).await?),
+        } => Written::Store(large::store(client, cmd, key, value, (flags, exptime)).await?),
+        Write::Delete => Written::Delete(large::delete(client, key).await?),
+        Write::Touch(exptime) => Written::Touch(large::touch(client, key, exptime).await?),
         Write::Arith { incr, delta } => Written::Arith(ops::arith(client, incr, key, delta).await?),
     })
 }
@@ -42,7 +43,7 @@ impl<T: Client> Pool<T> {
     }
 
     async fn gets(&self, key: &[u8]) -> Result<Option<RouteItem>> {
-        let Some(item) = ops::retrieve(&self.client, key, true, None).await? else {
+        let Some(item) = large::retrieve(&self.client, key, true, None).await? else {
             return Ok(None);
         };
         let server = self.owner(key)?;
@@ -68,12 +69,12 @@ impl<T: Client> Pool<T> {
         }
         let cmd = StoreCommand::Cas(token.unique);
         let meta = (v.flags, v.expiry.exptime_now());
-        ops::store(&self.client, cmd, key, v.value, meta).await
+        large::store(&self.client, cmd, key, v.value, meta).await
     }
 
     async fn repair(&self, key: &[u8], failed: bool) {
         self.count.one(crate::routes::Counter::repairs_recorded);
-        if !failed && ops::delete(&self.client, key).await.is_ok() {
+        if !failed && large::delete(&self.client, key).await.is_ok() {
             return;
         }
         // the key was valid for the write just made, so this cannot fail on the key
@@ -83,7 +84,7 @@ impl<T: Client> Pool<T> {
 
 impl<T: Client> Policy<T> for Pool<T> {
     fn get<'a>(&'a self, key: &'a [u8]) -> Fut<'a, Result<Option<Item>>> {
-        Box::pin(ops::get(&self.client, key))
+        Box::pin(large::get(&self.client, key))
     }
 
     fn gets<'a>(&'a self, key: &'a [u8]) -> Fut<'a, Result<Option<RouteItem>>> {
@@ -113,11 +114,11 @@ impl<T: Client> Policy<T> for Pool<T> {
         flags: u32,
         expiry: Expiry,
     ) -> Fut<'a, Vec<Result<StoreOutcome>>> {
-        Box::pin(ops::set_multi(&self.client, items, flags, expiry))
+        Box::pin(large::set_multi(&self.client, items, flags, expiry))
     }
 
     fn delete_multi<'a>(&'a self, keys: &'a [&'a [u8]]) -> Fut<'a, Vec<Result<DeleteOutcome>>> {
-        Box::pin(ops::delete_multi(&self.client, keys))
+        Box::pin(large::delete_multi(&self.client, keys))
     }
 
     fn verify<'a>(&'a self, _key: &'a [u8]) -> Fut<'a, Result<bool>> {
