@@ -46,6 +46,10 @@ TESTS[routes]='--lib --test routes_semantics_live'
 FILES[policies]='src/routes/policy/** src/routes/node.rs'
 TESTS[policies]='--lib --test composed_routes_live'
 FILTER[policies]='test(/^routes::/) | binary_id(memshard::composed_routes_live)'
+FILES[large]='src/core/large/** src/core/item_limit.rs'
+TESTS[large]='--lib --test large_values_live --test typed_many_live'
+# the 10-second race is for races, not mutants: the other live cases pin each branch
+FILTER[large]='test(/^core::(large|item_limit)::/) | binary_id(memshard::typed_many_live) | (binary_id(memshard::large_values_live) & !test(/racing/))'
 FILES[tls]='src/core/tls.rs src/settings/tls.rs src/core/auth.rs src/settings/credentials.rs'
 # (cli/tests/tls_live.rs is the CLI package's: cargo-mutants runs this package's tests only)
 TESTS[tls]='--lib --test tls_auth_live'

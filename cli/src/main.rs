@@ -242,6 +242,13 @@ struct NetArgs {
     #[arg(long, value_name = "BYTES",
           value_parser = RangedU64ValueParser::<usize>::new().range(32..))]
     max_request_bytes: Option<usize>,
+    /// Store values over CHUNK bytes (default 1000000, which fits memcached's default -I) as
+    /// chunks under keys of their own and an index written last; read, touch and delete them
+    /// whole. Every memshard that reads these keys needs it too (any CHUNK).
+    #[arg(long, value_name = "CHUNK", num_args = 0..=1, require_equals = true,
+          default_missing_value = "1000000",
+          value_parser = RangedU64ValueParser::<usize>::new().range(1024..))]
+    large_values: Option<usize>,
     #[command(flatten)]
     security: security::SecurityArgs,
 }
@@ -263,6 +270,10 @@ struct GetArgs {
     /// values in hex, with "encoding" for the latter).
     #[arg(long)]
     json: bool,
+    /// Write the value of the one KEY alone to standard output, byte for byte (no key, tab or
+    /// newline); a miss writes nothing and exits 1.
+    #[arg(long, conflicts_with_all = ["json", "codec"])]
+    raw: bool,
     /// Keys to get; when none are given, keys are read one per line from standard input.
     keys: Vec<std::ffi::OsString>,
 }
@@ -292,7 +303,8 @@ struct SetArgs {
     value_type: Option<values::ValueType>,
     /// The key; without it, `KEY<TAB>VALUE` lines are read from standard input.
     key: Option<std::ffi::OsString>,
-    /// The value (required with KEY); may start with `-` (`-42`, `-Infinity`).
+    /// The value (required with KEY); may start with `-` (`-42`, `-Infinity`); `-` alone
+    /// reads it, any size and any bytes, from standard input.
     #[arg(allow_hyphen_values = true)]
     value: Option<std::ffi::OsString>,
 }
@@ -545,7 +557,10 @@ impl RingArgs {
                 .prefix(prefix)
                 .hash_with_prefix(peer.as_ref().is_some_and(|p| p.hash_with_prefix));
         }
-        net.security.apply(more(b))?.build().map_err(usage)
+        net.security
+            .apply(more(net.large(b)))?
+            .build()
+            .map_err(usage)
     }
 
     fn build(&self) -> Result<Ring, Failure> {
@@ -684,7 +699,7 @@ impl NetArgs {
     /// caps) and `pool_size`; TLS and login are `security`'s.
     fn builder(&self, pool_size: u32) -> memshard::Builder<memshard::Client> {
         let t = Duration::from_millis(self.timeout_ms);
-        Client::builder()
+        let b = Client::builder()
             .connect_timeout(t)
             .read_timeout(t)
             .write_timeout(t)
@@ -699,7 +714,17 @@ impl NetArgs {
                 self.max_keys_per_request,
                 self.max_request_bytes.unwrap_or(usize::MAX),
             )
-            .pool_size(pool_size)
+            .pool_size(pool_size);
+        self.large(b)
+    }
+
+    /// `b` with `--large-values`, if given.
+    fn large(&self, b: memshard::Builder<memshard::Client>) -> memshard::Builder<memshard::Client> {
+        match self.large_values {
+            // the client's own limit follows the chunk, so that a chunk over 1 MiB is taken
+            Some(chunk) => b.max_value_size(chunk.max(1 << 20)).large_values(chunk),
+            None => b,
+        }
     }
 }
 
@@ -857,6 +882,9 @@ fn get(a: GetArgs) -> Result<(), Failure> {
     let client = routed::Target::new(&a.routes, &a.ring, &a.net, 2)?;
     let decoder = codec.clone().unwrap_or_default_raw();
     let keys = keys_from(&a.keys, a.ring.servers_from_stdin())?;
+    if a.raw {
+        return get_raw(&client, &keys);
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let (mut hits, mut misses, mut errors) = (0usize, 0usize, 0usize);
@@ -912,8 +940,53 @@ fn get(a: GetArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `get --raw KEY`: the value alone on standard output; a miss or an error exits 1.
+fn get_raw(client: &routed::Target, keys: &[Vec<u8>]) -> Result<(), Failure> {
+    let [key] = keys else {
+        return Err(usage("--raw writes one value: give exactly one KEY"));
+    };
+    let got = client.get_multi(std::slice::from_ref(key)).pop();
+    let (hits, misses, errors) = match got {
+        Some(Ok(Some(item))) => {
+            let mut out = io::stdout().lock();
+            out.write_all(&item.value)?;
+            out.flush()?;
+            (1, 0, 0)
+        }
+        Some(Ok(None)) => (0, 1, 0),
+        Some(Err(e)) => {
+            eprintln!("memshard get: {}: {e}", String::from_utf8_lossy(key));
+            (0, 0, 1)
+        }
+        None => (0, 0, 1),
+    };
+    eprintln!("memshard get: {hits} hits, {misses} misses, {errors} errors");
+    client.report("get");
+    match (misses, errors) {
+        (0, 0) => Ok(()),
+        (1, _) => Err(Failure {
+            code: 1,
+            msg: "a miss".into(),
+        }),
+        _ => Err(Failure {
+            code: 1,
+            msg: "the key failed".into(),
+        }),
+    }
+}
+
 fn set(a: SetArgs) -> Result<(), Failure> {
     let items: Vec<(Vec<u8>, Vec<u8>)> = match (&a.key, &a.value) {
+        (Some(_), Some(v)) if os_bytes(v) == b"-" && a.ring.servers_from_stdin() => {
+            return Err(usage(
+                "--servers - and VALUE - both read standard input; give the servers in a file",
+            ));
+        }
+        (Some(k), Some(v)) if os_bytes(v) == b"-" => {
+            let mut value = Vec::new();
+            io::stdin().lock().read_to_end(&mut value)?;
+            vec![(os_bytes(k).to_vec(), value)]
+        }
         (Some(k), Some(v)) => vec![(os_bytes(k).to_vec(), os_bytes(v).to_vec())],
         (Some(_), None) => {
             return Err(usage(
