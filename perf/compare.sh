@@ -133,6 +133,32 @@ else
     echo "compare.sh: no valgrind, so no instruction counts (apt-get install valgrind)" >&2
 fi
 
+# User-space instructions per key of a get_multi of 100 keys over the 4 servers (memshard's
+# examples/multiget_profile): callgrind's total at 500 calls minus at 100, per call, per key.
+# Counted, not timed: the same on a busy machine as on an idle one.
+if command -v valgrind >/dev/null; then
+    echo "get_multi: instructions per key under callgrind ..." >&2
+    (cd .. && cargo build --release --quiet --example multiget_profile)
+    profile_args=()
+    for i in 0 1 2 3; do profile_args+=("127.0.0.1:${ports[$i]} $(echo 3 1 2 1 | cut -d' ' -f$((i + 1)))"); done
+    for n in 100 500; do
+        ROUNDS=$n valgrind --tool=callgrind --callgrind-out-file="$work/cg.multi.$n" \
+            ../target/release/examples/multiget_profile "${profile_args[@]}" >/dev/null 2>&1
+    done
+    multi() { sed -n 's/^summary: //p' "$work/cg.multi.$1"; }
+    echo "get_multi.instr.key	$(( ($(multi 500) - $(multi 100)) / 400 / 100 ))" >> "$metrics"
+fi
+
+# Allocations of a 4-server multi-get of 100 keys with the Prometheus recorder installed and
+# without (tests/allocations_live.rs counts them with a counting global allocator).
+echo "get_multi: allocations with and without a metrics recorder ..." >&2
+allocs=$(cd .. && CI=1 cargo test --release --quiet --all-features --test allocations_live -- --nocapture 2>&1 \
+    | sed -n 's/^4 servers, 100 keys: \([0-9]*\) with a recorder, \([0-9]*\) without$/\1 \2/p' | head -1)
+if [ -n "$allocs" ]; then
+    echo "allocs.metrics	${allocs% *}" >> "$metrics"
+    echo "allocs.plain	${allocs#* }" >> "$metrics"
+fi
+
 # Meta vs text: both clients in one process, interleaved, on the same servers.
 echo "meta: memshard over meta vs over text, interleaved, 5 repetitions ..." >&2
 "$bin" meta "$spec" >> "$metrics"
