@@ -164,10 +164,13 @@ mod tests {
         );
         l.forget();
         assert_eq!(l.known(), Known::Unknown);
+        // a limit that does not fit beside the CAS bit is no limit the client can use
+        let huge = (1u64 << 63).to_string();
         for silent in [
             settings(&[]),
             settings(&[("item_size_max", "lots")]),
             settings(&[("item_size_max", "0")]),
+            settings(&[("item_size_max", huge.as_str())]),
         ] {
             assert_eq!(l.learn(&silent), Known::Unreported);
         }
