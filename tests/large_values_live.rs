@@ -28,8 +28,13 @@ fn list(servers: &[Memcached]) -> String {
 }
 
 fn builder<C>(servers: &[Memcached]) -> memshard::Builder<C> {
+    over(&list(servers))
+}
+
+/// A builder of either client over `list`, large values on.
+fn over<C>(list: &str) -> memshard::Builder<C> {
     memshard::Builder::<C>::default()
-        .server_list(&list(servers))
+        .server_list(list)
         .expect("list")
         .read_timeout(Duration::from_secs(5))
         .large_values(memshard::LARGE_VALUE_CHUNK)
@@ -357,12 +362,7 @@ fn writers_and_readers_racing_for_ten_seconds_see_no_mixed_value() {
                 )
             };
             if w == 0 {
-                let c = memshard::Client::builder()
-                    .server_list(&list)
-                    .expect("list")
-                    .large_values(memshard::LARGE_VALUE_CHUNK)
-                    .build()
-                    .expect("client");
+                let c = over::<memshard::Client>(&list).build().expect("client");
                 while !stop.load(Ordering::Relaxed) {
                     seq += 1;
                     if c.set("race", write(seq), Expiry::NEVER).is_ok() {
@@ -371,10 +371,7 @@ fn writers_and_readers_racing_for_ten_seconds_see_no_mixed_value() {
                 }
             } else {
                 runtime().block_on(async {
-                    let c = memshard::aio::Client::builder()
-                        .server_list(&list)
-                        .expect("list")
-                        .large_values(memshard::LARGE_VALUE_CHUNK)
+                    let c = over::<memshard::aio::Client>(&list)
                         .build()
                         .expect("client");
                     while !stop.load(Ordering::Relaxed) {
@@ -406,12 +403,7 @@ fn writers_and_readers_racing_for_ten_seconds_see_no_mixed_value() {
                 }
             };
             if r == 0 {
-                let c = memshard::Client::builder()
-                    .server_list(&list)
-                    .expect("list")
-                    .large_values(memshard::LARGE_VALUE_CHUNK)
-                    .build()
-                    .expect("client");
+                let c = over::<memshard::Client>(&list).build().expect("client");
                 while !stop.load(Ordering::Relaxed) {
                     check(c.get("race"));
                     let mut many = c.get_multi(&["race"]);
@@ -419,10 +411,7 @@ fn writers_and_readers_racing_for_ten_seconds_see_no_mixed_value() {
                 }
             } else {
                 runtime().block_on(async {
-                    let c = memshard::aio::Client::builder()
-                        .server_list(&list)
-                        .expect("list")
-                        .large_values(memshard::LARGE_VALUE_CHUNK)
+                    let c = over::<memshard::aio::Client>(&list)
                         .build()
                         .expect("client");
                     while !stop.load(Ordering::Relaxed) {
