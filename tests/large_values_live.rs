@@ -157,8 +157,19 @@ fn values_over_the_item_limit_round_trip_whole_through_both_clients() {
             let gets = client.gets(&key).expect("gets").expect("a hit");
             assert!(gets.cas.is_some() && gets.value == v);
         }
+        // a value of at most the chunk size is stored as it is
+        let at_chunk = value(77, memshard::LARGE_VALUE_CHUNK);
+        for (key, v) in [("small", &b"s"[..]), ("at-chunk", &at_chunk[..])] {
+            client.set(key, v, Expiry::NEVER).expect("set");
+            let owner = ring.server_for(key.as_bytes()).expect("owner").addr.clone();
+            let holder = s.iter().find(|m| m.addr() == owner).expect("server");
+            assert!(
+                holder.raw_get(key.as_bytes()).as_deref() == Some(v),
+                "{key} as it is"
+            );
+        }
+        client.delete("at-chunk").expect("delete");
         // one multi-get: large values, an ordinary one and a miss
-        client.set("small", "s", Expiry::NEVER).expect("set");
         let keys: Vec<String> = (0..sizes.len())
             .map(|n| format!("big:{protocol:?}:{n}"))
             .chain(["small".to_owned(), "missing".to_owned()])
