@@ -656,3 +656,55 @@ fn a_chunk_size_out_of_range_is_refused_at_build() {
             .is_ok()
     );
 }
+
+/// twemproxy closes the connection on `stats settings`: the client asks once, stores the value
+/// all the same, and never counts the refusal toward marking the proxy down (with a failure
+/// limit of 1, one counted failure would).
+#[test]
+fn a_proxy_that_refuses_stats_settings_is_not_marked_down() {
+    if !require("memcached") || !require("nutcracker") {
+        return;
+    }
+    let backend = Memcached::start(Ipv4Addr::new(127, 0, 48, 71), 11211, "");
+    let proxy = common::servers::Nutcracker::start(1, |listen| {
+        format!(
+            "large:\n  listen: {}\n  distribution: ketama\n  hash: md5\n  timeout: 5000\n  \
+             auto_eject_hosts: false\n  servers:\n    - \"{}:1\"\n",
+            listen[0],
+            backend.addr()
+        )
+    });
+    let policy = memshard::FailurePolicy::new(1, Duration::from_secs(60), false);
+    let client = memshard::Client::builder()
+        .server_list(&proxy.listen().to_string())
+        .expect("list")
+        .failure_policy(policy)
+        .build()
+        .expect("client");
+    for i in 0..3 {
+        let key = format!("through:{i}");
+        let stored = client.set(&key, vec![b'p'; 3000], Expiry::NEVER);
+        assert!(
+            matches!(stored, Ok(StoreOutcome::Stored)),
+            "{i}: {stored:?}"
+        );
+        assert!(
+            client.down_servers().is_empty(),
+            "{i}: the proxy is not down"
+        );
+        assert_eq!(backend.raw_get(key.as_bytes()).map(|v| v.len()), Some(3000));
+    }
+    runtime().block_on(async {
+        let client = memshard::aio::Client::builder()
+            .server_list(&proxy.listen().to_string())
+            .expect("list")
+            .failure_policy(policy)
+            .build()
+            .expect("client");
+        let stored = client
+            .set("through:async", vec![b'p'; 3000], Expiry::NEVER)
+            .await;
+        assert!(matches!(stored, Ok(StoreOutcome::Stored)), "{stored:?}");
+        assert!(client.down_servers().is_empty());
+    });
+}

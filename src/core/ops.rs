@@ -129,7 +129,7 @@ pub(crate) async fn fits<T: Transport>(
         return Ok(());
     }
     let known = match m.limit.known() {
-        Known::Unknown => match t.on(m, &mut StatsExchange::new(Some("settings"))).await {
+        Known::Unknown => match t.on(m, &mut StatsExchange::settings()).await {
             Ok(settings) => m.limit.learn(&settings),
             Err(_) => m.limit.learn(&[]),
         },

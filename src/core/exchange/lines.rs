@@ -86,6 +86,9 @@ fn next_line(rb: &mut ReadBuf, budget: &mut LineBudget, server: &str) -> Result<
 #[derive(Debug)]
 pub(crate) struct StatsExchange<'a> {
     group: Option<&'a str>,
+    /// Asked by the client itself (the item size limit): a failure says nothing of the
+    /// server's health.
+    own: bool,
     budget: LineBudget,
     stats: Vec<(String, String)>,
     sent: bool,
@@ -103,6 +106,7 @@ impl<'a> StatsExchange<'a> {
     pub(crate) fn new(group: Option<&'a str>) -> Self {
         StatsExchange {
             group,
+            own: false,
             budget: LineBudget::STATS,
             stats: Vec::new(),
             sent: false,
@@ -110,15 +114,33 @@ impl<'a> StatsExchange<'a> {
     }
 }
 
+impl StatsExchange<'static> {
+    /// `stats settings`, asked by the client of its own accord (see
+    /// [`Exchange::counts_for_health`]).
+    pub(crate) fn settings() -> Self {
+        StatsExchange {
+            own: true,
+            ..StatsExchange::new(Some("settings"))
+        }
+    }
+}
+
 impl Exchange for StatsExchange<'_> {
     type Output = Vec<(String, String)>;
+
+    fn counts_for_health(&self) -> bool {
+        !self.own
+    }
 
     fn command(&self) -> &'static str {
         "stats"
     }
 
     fn restart(&mut self) {
-        *self = StatsExchange::new(self.group);
+        *self = StatsExchange {
+            own: self.own,
+            ..StatsExchange::new(self.group)
+        };
     }
 
     fn step(

@@ -115,6 +115,13 @@ pub(crate) trait Exchange {
         true
     }
 
+    /// Whether a failure of the exchange counts toward marking its server down: false for a
+    /// question the client asks of its own accord that a server may refuse by closing the
+    /// connection (twemproxy does so for `stats`).
+    fn counts_for_health(&self) -> bool {
+        true
+    }
+
     /// Put request bytes into `out` (and answer [`Step::Write`]), or consume replies from
     /// `rb`. An `Err` leaves the connection out of step: it is dropped.
     fn step(

@@ -100,7 +100,7 @@ impl<P: ServerPool> Core<P> {
     ) -> bool {
         call.span.ended(|| ex.hits(), err);
         observe::request(&m.observe, call.command, call.started.elapsed(), err);
-        counts && self.observe(m, err)
+        counts && ex.counts_for_health() && self.observe(m, err)
     }
 
     /// Hits and misses of a retrieval on `m`.
