@@ -460,7 +460,7 @@ impl<C> Builder<C> {
     /// damaged index reads as a miss, and a server down holding a chunk as its error. `delete`
     /// and `touch` read the index first (one more round trip per call). `append` and `prepend`
     /// take at most `chunk` bytes. Chunks go where their own keys route, spreading a value
-    /// over the servers.
+    /// over the servers. `get_or_compute` and replicated keys store values as they are.
     ///
     /// Every memshard client that reads these keys needs large values on (any chunk size);
     /// other clients see the index's bytes. The stored format, a contract between memshard

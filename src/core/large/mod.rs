@@ -39,8 +39,9 @@ pub(crate) async fn store<T: Transport>(
     value: &[u8],
     (flags, exptime): (u32, u32),
 ) -> Result<StoreOutcome> {
-    let Some(chunk) = chunk_of(t).filter(|_| chunked(chunk_of(t), value)) else {
-        return ops::store(t, cmd, key, value, (flags, exptime)).await;
+    let chunk = match chunk_of(t) {
+        Some(chunk) if chunked(Some(chunk), value) => chunk,
+        _ => return ops::store(t, cmd, key, value, (flags, exptime)).await,
     };
     if matches!(cmd, StoreCommand::Append | StoreCommand::Prepend) {
         return Err(Error::Config(format!(
