@@ -222,6 +222,9 @@ mod tests {
                 b"k:0123456789abcdef:2".to_vec()
             ]
         );
+        // without a prefix, 231 + 19 = 250 fits and 232 does not
+        assert_eq!(ix.chunk_key(&[b'k'; 231], 0, 0).len(), 250);
+        assert_eq!(ix.chunk_key(&[b'k'; 232], 0, 0).len(), 32 + 19);
         // 230 + 19 + 1 = 250 fits with a one-byte prefix; one byte more does not
         let fits = vec![b'k'; 230];
         assert_eq!(ix.chunk_key(&fits, 1, 0).len(), 249);
