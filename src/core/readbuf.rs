@@ -79,11 +79,11 @@ impl ReadBuf {
             // consumed (bytes' own rule: each move is paid for by the reads before it);
             // otherwise a new one of at least a chunk, or twice what is unread (a large value
             // arriving).
-            if !self.buf.try_reclaim(READ_CHUNK / 4) {
+            if !self.reclaim(READ_CHUNK / 4) {
                 self.buf.reserve(self.end.max(READ_CHUNK));
+                let cap = self.buf.capacity();
+                self.buf.resize(cap, 0);
             }
-            let cap = self.buf.capacity();
-            self.buf.resize(cap, 0);
         }
         &mut self.buf[self.end..]
     }
@@ -106,12 +106,28 @@ impl ReadBuf {
             // (strace). The allocation is taken back when those values are gone, else a new
             // chunk is made.
             self.buf.clear();
-            if !self.buf.try_reclaim(READ_CHUNK) {
+            if !self.reclaim(READ_CHUNK) {
                 self.buf = BytesMut::zeroed(READ_CHUNK);
             }
-            let cap = self.buf.capacity();
-            self.buf.resize(cap, 0);
         }
+    }
+
+    /// Takes back room for `additional` bytes past the buffer's end in its own allocation
+    /// (bytes' `try_reclaim`: never allocates), with the whole capacity readable again.
+    /// Zeroing it instead was a `memset` of the whole buffer before every multi-get: 112 of
+    /// its ~1,850 user-space instructions per key (callgrind, 100 keys over 4 servers).
+    fn reclaim(&mut self, additional: usize) -> bool {
+        if !self.buf.try_reclaim(additional) {
+            return false;
+        }
+        let cap = self.buf.capacity();
+        // SAFETY: every allocation this buffer holds had its whole capacity initialized when it
+        // was made (`BytesMut::zeroed`, or `resize(capacity, 0)` right after `reserve`), and
+        // `try_reclaim` only hands back capacity of that same allocation (it never allocates),
+        // so the bytes up to `cap` are initialized: stale bytes of earlier replies, which are
+        // read only after a socket read has written over them (`filled`).
+        unsafe { self.buf.set_len(cap) };
+        true
     }
 }
 
