@@ -28,6 +28,127 @@ pub(crate) struct Continuum {
     index: Box<[u32]>,
     shift: u32,
     search: Option<Search>,
+    /// For rings past the last-level-cache-friendly size only (see [`Lines`]): each hash's
+    /// owner from one cache line.
+    lines: Option<Lines>,
+}
+
+/// Points one [`Line`] holds.
+const LINE_POINTS: usize = 15;
+/// [`Line::count`] of a bucket with more points than a line holds: looked up the long way.
+const OVERFLOW: u8 = u8::MAX;
+/// Fewest bucket bits for lines: with 16 or more, a point's bits below its bucket fit a
+/// `u16`. That is past 262,144 points (about 1,640 servers of 160 points): below, the points
+/// and the index fit the 2 MB L2 cache and a lookup's two reads are both hits.
+const LINE_MIN_BITS: u32 = 16;
+
+/// One bucket of the continuum in one 64-byte cache line: its points' low bits, their
+/// owners, and the owner a hash past the bucket's points (or before them, for
+/// [`Search::LastAtOrBelow`]) lands on. At 10,000 servers the points and the index are
+/// 16.6 MB, past the 2 MB L2 cache, so the index read and the entries read were two misses
+/// to the L3 cache, which other tenants share; with lines a lookup is one.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Line {
+    /// Points' bits below the bucket's, ascending; `u16::MAX` past `count`.
+    low: [u16; LINE_POINTS],
+    owner: [u16; LINE_POINTS],
+    /// The owner when no point of this bucket is the answer: the first point after the
+    /// bucket (wrapping to the first point), or for `LastAtOrBelow` the last one before it
+    /// (wrapping to the last point).
+    edge: u16,
+    /// Points in the bucket, or [`OVERFLOW`].
+    count: u8,
+}
+
+/// The continuum's points again, as one [`Line`] per bucket of the top `32 - shift` bits of
+/// a hash (between 4 and 8 points a bucket on average; 1 % of them overflow when 8).
+#[derive(Clone, Debug)]
+struct Lines {
+    lines: Box<[Line]>,
+    shift: u32,
+}
+
+impl Lines {
+    /// Lines for `entries`, when they are many enough to need them and every owner fits a
+    /// `u16`.
+    fn build(entries: &[Entry], search: Search) -> Option<Lines> {
+        let n = entries.len();
+        // ⌈log2(n / 8)⌉: between 4 and 8 points a bucket
+        let bits = usize::BITS - (n / 8).max(1).saturating_sub(1).leading_zeros();
+        if !(LINE_MIN_BITS..=24).contains(&bits)
+            || entries.iter().any(|e| e.owner > u32::from(u16::MAX))
+        {
+            return None;
+        }
+        let shift = 32 - bits;
+        let buckets = 1usize << bits;
+        let mut start = vec![0usize; buckets + 1];
+        for e in entries {
+            start[(e.point >> shift) as usize + 1] += 1;
+        }
+        for b in 1..=buckets {
+            start[b] += start[b - 1];
+        }
+        let owner = |i: usize| entries[i].owner as u16;
+        let lines = (0..buckets)
+            .map(|b| {
+                let (lo, hi) = (start[b], start[b + 1]);
+                let edge = match search {
+                    Search::LastAtOrBelow => owner(lo.checked_sub(1).unwrap_or(n - 1)),
+                    _ => owner(if hi == n { 0 } else { hi }),
+                };
+                let mut line = Line {
+                    low: [u16::MAX; LINE_POINTS],
+                    owner: [0; LINE_POINTS],
+                    edge,
+                    count: OVERFLOW,
+                };
+                if hi - lo <= LINE_POINTS {
+                    line.count = (hi - lo) as u8;
+                    for (j, e) in entries[lo..hi].iter().enumerate() {
+                        // the bits below the bucket's: fewer than 17, as bits >= 16
+                        line.low[j] = e.point as u16;
+                        line.owner[j] = e.owner as u16;
+                    }
+                }
+                line
+            })
+            .collect();
+        Some(Lines { lines, shift })
+    }
+
+    /// The owner `hash` lands on, or `None` when its bucket overflowed (then the entries
+    /// answer).
+    #[inline]
+    fn owner(&self, hash: u32, search: Search) -> Option<u32> {
+        let line = &self.lines[(hash >> self.shift) as usize];
+        if line.count == OVERFLOW {
+            return None;
+        }
+        let count = usize::from(line.count);
+        let low = hash as u16;
+        // points below the hash (or at or below it), counted over the whole line: no branch
+        // per point, and the padding (u16::MAX) never counts but for a hash of u16::MAX low
+        // bits, which `min` takes out
+        let before = |at: bool| {
+            let c = line.low.iter().filter(|&&p| p < low || (at && p == low));
+            c.count().min(count)
+        };
+        let pick = |i: usize| Some(u32::from(if i < count { line.owner[i] } else { line.edge }));
+        match search {
+            Search::FirstAtOrAbove | Search::FirstAtOrAboveZeroLast => pick(before(false)),
+            Search::FirstAbove => pick(before(true)),
+            Search::LastAtOrBelow => match before(true) {
+                0 => Some(u32::from(line.edge)),
+                c => Some(u32::from(line.owner[c - 1])),
+            },
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.lines)
+    }
 }
 
 /// Bucket-index bits for `n` points: ⌊log2 n⌋, so the buckets number between n/2 and n.
@@ -71,6 +192,7 @@ impl Continuum {
             index[b] += index[b - 1];
         }
         Continuum {
+            lines: Lines::build(&entries, search),
             entries: entries.into_boxed_slice(),
             index: index.into_boxed_slice(),
             shift,
@@ -94,7 +216,24 @@ impl Continuum {
 
     /// Heap bytes of the points, their owners and the bucket index.
     pub(crate) fn heap_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.entries) + std::mem::size_of_val(&*self.index)
+        std::mem::size_of_val(&*self.entries)
+            + std::mem::size_of_val(&*self.index)
+            + self.lines.as_ref().map_or(0, Lines::heap_bytes)
+    }
+
+    /// The owner of the point `hash` lands on ([`Continuum::position`]'s owner), or `None`
+    /// when empty: from the hash's line when the ring has lines, else from the entries.
+    #[inline]
+    pub(crate) fn owner(&self, hash: u32) -> Option<u32> {
+        let search = self.search?;
+        // FirstAtOrAboveZeroLast's hash 0 is the one answer a line does not hold
+        if let Some(lines) = &self.lines
+            && (hash != 0 || search != Search::FirstAtOrAboveZeroLast)
+            && let Some(owner) = lines.owner(hash, search)
+        {
+            return Some(owner);
+        }
+        self.position(hash).map(|p| self.owner_at(p))
     }
 
     /// The position (index into the points) that `hash` lands on, or `None` when empty.
@@ -210,6 +349,7 @@ mod tests {
                     ]
                 }));
                 for h in probes {
+                    assert_eq!(c.owner(h), Some(reference(&merged, search, h)));
                     let got = c.position(h).map(|pos| c.owner_at(pos));
                     let want = reference(&merged, search, h);
                     assert_eq!(
@@ -245,6 +385,52 @@ mod tests {
             tied.push((raw[0].0, 9));
             tied.insert(0, (raw[n / 2].0, 10));
             check(&tied, &mut next);
+        }
+    }
+
+    /// Rings large enough for lines: each hash's owner from its line equals the plain
+    /// search's, on random points, points crowded into a few lines (which overflow and are
+    /// answered from the entries), ties, and hashes at each point, beside it and at its
+    /// bucket's ends; and rings with an owner past `u16` have no lines and still answer.
+    #[test]
+    fn lines_answer_as_the_plain_search() {
+        let mut next = xorshift(4242);
+        for (n, crowded, owners) in [
+            (300_000usize, 0usize, 40_000u32),
+            (1_100_000, 20_000, 10_000),
+            (300_000, 0, 70_000),
+        ] {
+            let mut raw: Vec<(u32, u32)> = (0..n).map(|i| (next(), i as u32 % owners)).collect();
+            // a run of points inside one line's range, and ties with the ones before them
+            raw.extend((0..crowded).map(|i| (0x4000_0000 | (next() & 0x3ff), i as u32 % 7)));
+            let tied: Vec<(u32, u32)> = (0..1000u32)
+                .map(|i| (raw[i as usize * 3].0, i % 5))
+                .collect();
+            raw.extend(tied);
+            raw.extend([(0, 1), (u32::MAX, 2)]);
+            for ties in [Ties::FirstInserted, Ties::LastInserted] {
+                let merged = reference_points(&raw, ties);
+                for search in SEARCHES {
+                    let c = Continuum::build(raw.clone(), ties, search);
+                    let lines = c.lines.as_ref();
+                    assert_eq!(lines.is_some(), owners <= 65_536, "{n} points");
+                    let mask = lines.map_or(0, |l| (1u64 << l.shift) as u32 - 1);
+                    if let Some(l) = lines {
+                        let over = l.lines.iter().filter(|l| l.count == OVERFLOW).count();
+                        assert!(over > 0 || crowded == 0, "{n} points: none overflowed");
+                        assert!(over * 50 < l.lines.len(), "{over} of {}", l.lines.len());
+                    }
+                    let mut probes: Vec<u32> = (0..20_000).map(|_| next()).collect();
+                    probes.extend([0, 1, u32::MAX, u32::MAX - 1, 0x4000_0000, 0x4000_0200]);
+                    probes.extend(merged.iter().step_by(97).flat_map(|&(p, _)| {
+                        [p, p.wrapping_sub(1), p.wrapping_add(1), p & !mask, p | mask]
+                    }));
+                    for h in probes {
+                        let want = reference(&merged, search, h);
+                        assert_eq!(c.owner(h), Some(want), "{ties:?} {search:?} {h:#x}");
+                    }
+                }
+            }
         }
     }
 

@@ -102,7 +102,7 @@ pub(crate) fn continuum_for_planning(
     search: flavor::Search,
 ) -> impl Fn(u32) -> Option<usize> {
     let c = Continuum::build(raw, ties, search);
-    move |h| c.position(h).map(|p| c.owner_at(p) as usize)
+    move |h| c.owner(h).map(|o| o as usize)
 }
 
 /// Upper bound on continuum points (64 MB of points and owners).
@@ -371,10 +371,7 @@ impl Ring {
             return Some(0);
         }
         match self.scheme {
-            Scheme::Continuum => {
-                let pos = self.continuum.position(self.hash_key(key))?;
-                Some(self.continuum.owner_at(pos) as usize)
-            }
+            Scheme::Continuum => Some(self.continuum.owner(self.hash_key(key))? as usize),
             Scheme::Modulo => Some((self.hash_key(key) % self.servers.len() as u32) as usize),
             Scheme::Rendezvous => rendezvous::owner(&self.nodes, self.tagged(key)),
         }
@@ -448,10 +445,7 @@ impl Ring {
     pub(crate) fn route_hash(&self, hash: u32) -> Option<usize> {
         match self.scheme {
             Scheme::Modulo => Some((hash % self.servers.len() as u32) as usize),
-            Scheme::Continuum | Scheme::Rendezvous => {
-                let pos = self.continuum.position(hash)?;
-                Some(self.continuum.owner_at(pos) as usize)
-            }
+            Scheme::Continuum | Scheme::Rendezvous => Some(self.continuum.owner(hash)? as usize),
         }
     }
 
