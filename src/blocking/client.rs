@@ -2,6 +2,7 @@
 //! exchanges on pooled connections in the caller's thread, and fans multi-key operations out
 //! across servers.
 
+use super::conn;
 use super::fan_out::fan_out;
 use super::pool::{Pool, Pooled};
 use super::prober;
@@ -130,11 +131,68 @@ impl Client {
     /// A connection to `m`, unless it is marked down: a pooled one that passes its idle
     /// check, else a new one; `new`: always a new one (the retry after a stale connection).
     fn checkout<'m>(&self, m: &'m ServerOf, new: bool) -> Result<Pooled<'m>> {
+        self.checkout_with(m, |pool| if new { pool.get_new() } else { pool.get() })
+    }
+
+    /// `get` of `m`'s pool, unless `m` is marked down, its wait observed.
+    fn checkout_with<'m, T>(
+        &self,
+        m: &'m ServerOf,
+        get: impl FnOnce(&'m Pool) -> Result<T>,
+    ) -> Result<T> {
         self.core.available(m)?;
         let waited = Instant::now();
-        let got = if new { m.pool.get_new() } else { m.pool.get() };
+        let got = get(&m.pool);
         observe::pool_wait(&m.observe, waited.elapsed());
         got
+    }
+
+    /// A connection to each of `members` (see [`Client::checkout`]), the idle checks of the
+    /// pooled ones made with one `poll` over their sockets; a connection that had something
+    /// waiting gets its own check, and one that fails it is replaced as a checkout would.
+    fn checkout_many<'m>(
+        &self,
+        members: &'m [Arc<ServerOf>],
+        calls: &[crate::core::failure::call::Call],
+    ) -> Vec<Result<Pooled<'m>>> {
+        let got: Vec<(Result<Pooled<'m>>, bool)> = members
+            .iter()
+            .zip(calls)
+            .map(|(m, call)| {
+                let _entered = call.span.enter();
+                match self.checkout_with(m, Pool::get_unchecked) {
+                    Ok((conn, unchecked)) => (Ok(conn), unchecked),
+                    Err(e) => (Err(e), false),
+                }
+            })
+            .collect();
+        let fds: Vec<_> = got
+            .iter()
+            .filter_map(|(c, unchecked)| c.as_ref().ok().filter(|_| *unchecked)?.idle_fd())
+            .collect();
+        let mut quiet = conn::quiet(&fds).unwrap_or_default().into_iter();
+        got.into_iter()
+            .zip(members)
+            .zip(calls)
+            .map(|(((conn, unchecked), m), call)| {
+                let mut c = match conn {
+                    Ok(c) if unchecked => c,
+                    other => return other,
+                };
+                // `quiet` empty (the poll failed): each connection checked alone
+                let passed = match quiet.next() {
+                    Some(true) => c.idle_quiet(),
+                    _ => c.idle_check(),
+                };
+                if passed.is_ok() {
+                    return Ok(c);
+                }
+                // given back (closed) first: its slot is free for the checkout's new one
+                drop(c);
+                let _entered = call.span.enter();
+                self.checkout(m, false)
+            })
+            .collect()
     }
 
     /// `ex` on a pooled connection to `m`, and once more on a new connection if that failed
@@ -224,13 +282,14 @@ impl Client {
             .zip(&exs)
             .map(|(m, ex)| self.core.call(m, ex))
             .collect();
-        let started: Vec<Result<(Pooled, Result<()>)>> = members
-            .iter()
+        let conns = self.checkout_many(&members, &calls);
+        let started: Vec<Result<(Pooled, Result<()>)>> = conns
+            .into_iter()
             .zip(&mut exs)
             .zip(&calls)
-            .map(|((m, ex), call)| {
+            .map(|((conn, ex), call)| {
                 let _entered = call.span.enter();
-                let mut conn = self.checkout(m, false)?;
+                let mut conn = conn?;
                 let wrote = conn.start(ex).map(drop);
                 Ok((conn, wrote))
             })

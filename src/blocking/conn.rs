@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::settings::ConnOptions;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -364,6 +364,47 @@ impl Conn {
         };
         self.link.idle_verdict(peeked, &waiting)
     }
+
+    /// The socket whose readiness is the whole of the idle check, for checking many
+    /// connections with one `poll` ([`quiet`]); `None` for TLS, where records that are not
+    /// a reply (session tickets) may wait and [`Conn::idle_check`] must read them.
+    pub(crate) fn idle_fd(&self) -> Option<RawFd> {
+        match &self.stream {
+            Stream::Tcp(s) => Some(s.as_raw_fd()),
+            Stream::Unix(s) => Some(s.as_raw_fd()),
+            #[cfg(feature = "tls")]
+            Stream::Tls(_) => None,
+        }
+    }
+
+    /// [`Conn::idle_check`] of a connection whose socket [`quiet`] found nothing waiting on.
+    pub(crate) fn idle_quiet(&mut self) -> Result<()> {
+        self.link
+            .idle_verdict(Err(io::ErrorKind::WouldBlock.into()), &[])
+    }
+}
+
+/// For each of `fds`, whether nothing waits on it (no byte, no hang-up, no error), found
+/// with one `poll` that does not wait; `None` when the `poll` failed. A 4-server multi-get
+/// made a non-blocking `recv` per connection for its idle checks: this is one system call
+/// for all of them (12 calls a multi-get become 9; a raw pipelined loop makes 8).
+pub(crate) fn quiet(fds: &[RawFd]) -> Option<Vec<bool>> {
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let n = libc::nfds_t::try_from(polled.len()).ok()?;
+    // SAFETY: `polled` is a valid array of `n` pollfd structures, borrowed mutably for the
+    // call (poll(2) writes only their `revents`); a timeout of 0 returns at once. The fds are
+    // open sockets owned by connections the caller holds checked out. Why not a crate's safe
+    // wrapper: none in the library's dependencies offers poll(2) (mio's epoll needs a
+    // registration per socket: more calls than the recvs this replaces).
+    let ready = unsafe { libc::poll(polled.as_mut_ptr(), n, 0) };
+    (ready >= 0).then(|| polled.iter().map(|p| p.revents == 0).collect())
 }
 
 #[cfg(test)]
@@ -371,6 +412,25 @@ mod tests {
     use super::*;
     use crate::core::resolve::tests::{Gate, threads};
     use std::sync::Arc;
+
+    /// One poll tells each socket apart: nothing waiting, bytes waiting, the peer gone; and
+    /// a negative fd is skipped, as poll(2) does.
+    #[test]
+    fn quiet_tells_which_sockets_have_something_waiting() {
+        let (a, mut a_peer) = UnixStream::pair().unwrap();
+        let (b, _b_peer) = UnixStream::pair().unwrap();
+        let (c, c_peer) = UnixStream::pair().unwrap();
+        a_peer.write_all(b"x").unwrap();
+        drop(c_peer);
+        let fds = [a.as_raw_fd(), b.as_raw_fd(), c.as_raw_fd()];
+        assert_eq!(quiet(&fds), Some(vec![false, true, false]));
+        assert_eq!(quiet(&[]), Some(vec![]));
+        assert_eq!(
+            quiet(&[b.as_raw_fd(), -1]),
+            Some(vec![true, true]),
+            "-1 is ignored"
+        );
+    }
 
     /// 1,000 connects to a name whose resolver hangs: each is the typed resolve timeout, and
     /// they leave one look-up thread behind, not one per call.

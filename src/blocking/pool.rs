@@ -181,16 +181,25 @@ impl Pool {
     /// A connection: an idle one that passes its idle check, else a new one. See the module
     /// documentation for what is waited for and what each error means.
     pub(crate) fn get(&self) -> Result<Pooled<'_>> {
-        self.checkout(false)
+        self.checkout(false, false).map(|(c, _)| c)
+    }
+
+    /// Like [`Pool::get`], but an idle connection whose whole idle check is
+    /// [`Conn::idle_check`] (no ping on checkout, a socket [`Conn::idle_fd`] can poll) comes
+    /// back unchecked, with `true`: the caller checks the connections of a multi-key call
+    /// with one `poll` ([`super::conn::quiet`]).
+    pub(crate) fn get_unchecked(&self) -> Result<(Pooled<'_>, bool)> {
+        self.checkout(false, true)
     }
 
     /// A new connection, never an idle one (the retry after a stale connection): the slot of
     /// an idle connection is taken for it if every slot is in use.
     pub(crate) fn get_new(&self) -> Result<Pooled<'_>> {
-        self.checkout(true)
+        self.checkout(true, false).map(|(c, _)| c)
     }
 
-    fn checkout(&self, new: bool) -> Result<Pooled<'_>> {
+    /// A connection, and whether its idle check is left to the caller (`defer`).
+    fn checkout(&self, new: bool, defer: bool) -> Result<(Pooled<'_>, bool)> {
         let mut deadline = None;
         let mut st = self.lock();
         loop {
@@ -198,14 +207,16 @@ impl Pool {
                 st.busy += 1;
                 let current = generation == st.generation;
                 drop(st);
-                if current && self.reusable(&mut conn) {
+                let unchecked = defer && !self.cfg.ping && conn.idle_fd().is_some();
+                if current && (unchecked || self.reusable(&mut conn)) {
                     conn.link.checked_out();
-                    return Ok(Pooled {
+                    let pooled = Pooled {
                         pool: self,
                         conn: Some(conn),
                         generation,
                         reused: true,
-                    });
+                    };
+                    return Ok((pooled, unchecked));
                 }
                 // closed by the server, out of step, or made before the server went down
                 drop(conn);
@@ -222,7 +233,7 @@ impl Pool {
                 let generation = st.generation;
                 drop(st);
                 drop(evicted);
-                return self.connect_in_slot(generation);
+                return self.connect_in_slot(generation).map(|c| (c, false));
             }
             // every connection is checked out: wait for one to come back
             let now = Instant::now();
