@@ -396,7 +396,7 @@ mod tests {
     fn lines_answer_as_the_plain_search() {
         let mut next = xorshift(4242);
         for (n, crowded, owners) in [
-            (300_000usize, 0usize, 40_000u32),
+            (300_000usize, 0usize, 65_536u32),
             (1_100_000, 20_000, 10_000),
             (300_000, 0, 70_000),
         ] {
@@ -416,6 +416,11 @@ mod tests {
                     assert_eq!(lines.is_some(), owners <= 65_536, "{n} points");
                     let mask = lines.map_or(0, |l| (1u64 << l.shift) as u32 - 1);
                     if let Some(l) = lines {
+                        // between 4 and 8 points a line on average, and counted in the bytes
+                        let (b, pts) = (l.lines.len(), merged.len());
+                        assert!(4 * b < pts && pts <= 8 * b, "{pts} points, {b} lines");
+                        let rest = c.entries.len() * 8 + c.index.len() * 4;
+                        assert_eq!(c.heap_bytes(), rest + b * 64);
                         let over = l.lines.iter().filter(|l| l.count == OVERFLOW).count();
                         assert!(over > 0 || crowded == 0, "{n} points: none overflowed");
                         assert!(over * 50 < l.lines.len(), "{over} of {}", l.lines.len());
@@ -432,6 +437,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A ring with lines answers from them, not from the entries: a line whose owners are
+    /// overwritten gives the overwritten owner, under every search (for
+    /// `FirstAtOrAboveZeroLast`, but for hash 0, which the entries answer).
+    #[test]
+    fn a_ring_with_lines_answers_from_them() {
+        let mut next = xorshift(77);
+        let raw: Vec<(u32, u32)> = (0..300_000u32).map(|i| (next(), i % 1000)).collect();
+        for search in SEARCHES {
+            let mut c = Continuum::build(raw.clone(), Ties::FirstInserted, search);
+            let Some(lines) = c.lines.as_mut() else {
+                panic!("300,000 points have lines")
+            };
+            let shift = lines.shift;
+            for line in lines.lines.iter_mut() {
+                line.owner = [4242; LINE_POINTS];
+                line.edge = 4242;
+            }
+            for h in [1, 0x1234_5678, u32::MAX, next()] {
+                let via_lines = lines_count_ok(&c, h >> shift);
+                assert_eq!(
+                    c.owner(h),
+                    Some(if via_lines {
+                        4242
+                    } else {
+                        c.owner_at(c.position(h).unwrap())
+                    }),
+                    "{search:?} {h:#x}"
+                );
+            }
+            if search == Search::FirstAtOrAboveZeroLast {
+                assert_ne!(c.owner(0), Some(4242), "hash 0: from the entries");
+            }
+        }
+    }
+
+    fn lines_count_ok(c: &Continuum, bucket: u32) -> bool {
+        c.lines
+            .as_ref()
+            .is_some_and(|l| l.lines[bucket as usize].count != OVERFLOW)
     }
 
     /// One point: every hash lands on it.
