@@ -187,8 +187,8 @@ impl Client {
                 if passed.is_ok() {
                     return Ok(c);
                 }
-                // given back (closed) first: its slot is free for the checkout's new one
-                drop(c);
+                // closed first: its slot is free for the checkout's new one
+                c.discard();
                 let _entered = call.span.enter();
                 self.checkout(m, false)
             })

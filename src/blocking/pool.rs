@@ -106,6 +106,18 @@ impl Pooled<'_> {
     }
 }
 
+impl Pooled<'_> {
+    /// Closes a connection that failed its idle check, as a checkout does with one: its slot
+    /// is freed and nothing else happens (a broken connection given back would also have its
+    /// server's name resolved again).
+    pub(crate) fn discard(mut self) {
+        if let Some(conn) = self.conn.take() {
+            drop(conn);
+            self.pool.free_slot(self.pool.lock());
+        }
+    }
+}
+
 impl std::ops::Deref for Pooled<'_> {
     type Target = Conn;
     fn deref(&self) -> &Conn {
@@ -549,6 +561,31 @@ mod tests {
         assert!(!e.is_server_failure());
         drop((a, b));
         assert_eq!(p.state(), PoolState { idle: 2, busy: 0 });
+    }
+
+    /// An idle connection comes back unchecked only from `get_unchecked`; a fresh one is
+    /// never unchecked; and a discarded connection frees its slot at once and is closed.
+    #[test]
+    fn unchecked_checkouts_and_discard_free_the_slot() {
+        let f = Fake::start();
+        let p = pool(f.port, 1, 50);
+        let (c, unchecked) = p.get_unchecked().expect("connect");
+        assert!(
+            !unchecked && !c.is_reused(),
+            "a new connection is not left unchecked"
+        );
+        drop(c);
+        let (c, unchecked) = p.get_unchecked().expect("idle");
+        assert!(unchecked && c.is_reused());
+        c.discard();
+        assert_eq!(p.state(), PoolState { idle: 0, busy: 0 });
+        let mut c = p.get().expect("the freed slot connects again");
+        assert!(!c.is_reused());
+        get_miss(&mut c);
+        assert_eq!(f.accepted(2), 2);
+        drop(c);
+        let c = p.get().expect("idle");
+        assert!(c.is_reused(), "get checks it and reuses it");
     }
 
     #[test]
