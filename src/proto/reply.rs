@@ -206,16 +206,104 @@ pub fn parse_reply(buf: &[u8]) -> Result<Parsed<Reply>, ParseError> {
 /// assert!(parse_retrieval(b"VALUE k 0 4294967295\r\n", 1 << 20).is_err());
 /// ```
 pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalItem>, ParseError> {
+    let header = match plain_value_header(buf) {
+        Some(h) => h,
+        None => match general_value_header(buf)? {
+            Header::Value(h) => h,
+            Header::Other(p) => return Ok(p),
+        },
+    };
+    value_item(buf, header, max_value)
+}
+
+/// A `VALUE` line's parts: the key's range, flags, the announced length, CAS, and the bytes
+/// the line took with its CRLF.
+struct ValueHeader {
+    key: Range<usize>,
+    flags: u32,
+    announced: u64,
+    cas: Option<u64>,
+    used: usize,
+}
+
+/// What [`general_value_header`] found: a `VALUE` line, or a whole answer (the end, a refusal,
+/// or more bytes needed).
+enum Header {
+    Value(ValueHeader),
+    Other(Parsed<RetrievalItem>),
+}
+
+/// The digits `s` starts with, folded into a number, and how many there are: one to 19, so
+/// that no overflow is possible (a number of 20 digits is left to the general parse).
+#[inline(always)]
+fn leading_number(s: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    let mut n = 0;
+    for &c in s {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        if n == 19 {
+            return None;
+        }
+        value = value * 10 + u64::from(d);
+        n += 1;
+    }
+    (n > 0).then_some((value, n))
+}
+
+/// The header of a whole, plain `VALUE key flags bytes [cas]` line read in one pass: what
+/// nearly every line of a multi-get's reply is. `None` for anything else (another line, a
+/// line not all here, any oddity), which [`general_value_header`] then answers: the two agree
+/// on every line this one reads (a test pins it), and this one skips the search for the
+/// line's end and the split into fields.
+fn plain_value_header(buf: &[u8]) -> Option<ValueHeader> {
+    const VALUE: &[u8] = b"VALUE ";
+    let rest = buf.strip_prefix(VALUE)?;
+    // the key ends at its space; a control byte or CR/LF in it is left to the general parse
+    let key_len = rest.iter().position(|&b| b <= b' ')?;
+    let rest = rest.get(key_len..)?.strip_prefix(b" ")?;
+    let (flags, n) = leading_number(rest)?;
+    let flags = u32::try_from(flags).ok()?;
+    let rest = rest[n..].strip_prefix(b" ")?;
+    let (announced, n) = leading_number(rest)?;
+    let mut rest = &rest[n..];
+    let mut cas = None;
+    if let Some(after) = rest.strip_prefix(b" ") {
+        let (c, n) = leading_number(after)?;
+        cas = Some(c);
+        rest = &after[n..];
+    }
+    if !rest.starts_with(b"\r\n") {
+        return None;
+    }
+    let end = buf.len() - rest.len();
+    if key_len == 0 || end > MAX_LINE {
+        return None;
+    }
+    Some(ValueHeader {
+        key: VALUE.len()..VALUE.len() + key_len,
+        flags,
+        announced,
+        cas,
+        used: end + 2,
+    })
+}
+
+/// The first line of `buf` as a retrieval reply's line, read as a line and then split into
+/// fields: every line [`plain_value_header`] leaves, errors included.
+fn general_value_header(buf: &[u8]) -> Result<Header, ParseError> {
     let (l, used) = match line(buf)? {
-        Parsed::Incomplete => return Ok(Parsed::Incomplete),
+        Parsed::Incomplete => return Ok(Header::Other(Parsed::Incomplete)),
         Parsed::Done(l, used) => (l, used),
     };
     let Some(rest) = l.strip_prefix(b"VALUE ") else {
         if l == b"END" {
-            return Ok(Parsed::Done(RetrievalItem::End, used));
+            return Ok(Header::Other(Parsed::Done(RetrievalItem::End, used)));
         }
         if let Some(e) = error_reply(l) {
-            return Ok(Parsed::Done(RetrievalItem::Failed(e), used));
+            return Ok(Header::Other(Parsed::Done(RetrievalItem::Failed(e), used)));
         }
         return Err(ParseError::Unexpected(text(l)));
     };
@@ -235,6 +323,30 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
     }
     let flags: u32 = number(flags).ok_or_else(bad)?;
     let announced: u64 = number(len).ok_or_else(bad)?;
+    let key_start = b"VALUE ".len();
+    Ok(Header::Value(ValueHeader {
+        key: key_start..key_start + key.len(),
+        flags,
+        announced,
+        cas,
+        used,
+    }))
+}
+
+/// A `VALUE` item once its header is read: its length checked against `max_value` before any
+/// of it is awaited, then the data and its CRLF.
+fn value_item(
+    buf: &[u8],
+    header: ValueHeader,
+    max_value: usize,
+) -> Result<Parsed<RetrievalItem>, ParseError> {
+    let ValueHeader {
+        key,
+        flags,
+        announced,
+        cas,
+        used,
+    } = header;
     if announced > max_value as u64 {
         return Err(ParseError::ValueTooLarge {
             announced,
@@ -242,7 +354,6 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
         });
     }
     let len = announced as usize;
-    let key_start = b"VALUE ".len();
     let data_start = used;
     // A limit near usize::MAX ("no limit") must not let the claimed length wrap the sum.
     let Some(total) = data_start.checked_add(len).and_then(|t| t.checked_add(2)) else {
@@ -259,7 +370,7 @@ pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalI
     }
     Ok(Parsed::Done(
         RetrievalItem::Value {
-            key: key_start..key_start + key.len(),
+            key,
             flags,
             data: data_start..data_start + len,
             cas,
@@ -316,6 +427,86 @@ mod tests {
             (&buf[key], flags, &buf[data], cas, n),
             (&b"key"[..], 42, &b"hello"[..], Some(99), buf.len())
         );
+    }
+
+    /// The one-pass header reader answers the plain lines, and on every line it answers it
+    /// agrees with the general reader: lines of every shape, each byte of them replaced by
+    /// each byte that matters to a parse, and each of them cut short.
+    #[test]
+    fn the_one_pass_header_agrees_with_the_general_parse() {
+        let read = |buf: &[u8]| {
+            plain_value_header(buf).map(|h| (h.key, h.flags, h.announced, h.cas, h.used))
+        };
+        assert_eq!(
+            read(b"VALUE profile:7 4294967295 32 9999999999999999999\r\n"),
+            Some((6..15, u32::MAX, 32, Some(9_999_999_999_999_999_999), 51))
+        );
+        // 20 digits: left to the general parse, which reads them
+        let cas20 = b"VALUE k 0 1 18446744073709551615\r\nx\r\n";
+        assert_eq!(read(cas20), None);
+        assert!(matches!(
+            parse_retrieval(cas20, 1),
+            Ok(Parsed::Done(
+                RetrievalItem::Value {
+                    cas: Some(u64::MAX),
+                    ..
+                },
+                37
+            ))
+        ));
+        assert_eq!(read(b"VALUE k 0 1\r\nx\r\n"), Some((6..7, 0, 1, None, 13)));
+        // the CR at MAX_LINE: the longest line the general reader finds
+        let long_key = format!("VALUE {} 1 2\r\n", "k".repeat(MAX_LINE - 10));
+        assert_eq!(read(long_key.as_bytes()).map(|h| h.4), Some(MAX_LINE + 2));
+        let too_long = format!("VALUE {} 1 2\r\n", "k".repeat(MAX_LINE - 9));
+        assert_eq!(read(too_long.as_bytes()), None, "past MAX_LINE");
+        assert_eq!(
+            general_value_header(too_long.as_bytes()).err(),
+            Some(ParseError::LineTooLong)
+        );
+        let lines: [&[u8]; 9] = [
+            b"VALUE k 0 1\r\nx\r\n",
+            b"VALUE key 42 5 99\r\nhello\r\n",
+            b"VALUE a:b 4294967296 1\r\nx\r\n",
+            b"VALUE k 0 18446744073709551616\r\n",
+            b"VALUE k 0 1 18446744073709551616\r\nx\r\n",
+            b"VALUE k 1 2 3 4\r\nxx\r\n",
+            b"END\r\n",
+            b"SERVER_ERROR out of memory\r\n",
+            b"VALUE \xc3\xa9 7 0\r\n\r\n",
+        ];
+        let bytes = [
+            b' ', b'\r', b'\n', b'\t', b'0', b'9', b'a', b'-', 0, 0x7f, 0xff,
+        ];
+        let mut agreed = 0;
+        let mut check = |buf: &[u8]| {
+            let Some(fast) = read(buf) else { return };
+            let Ok(Header::Value(h)) = general_value_header(buf) else {
+                panic!("{:?}: only the one-pass reader reads it", text(buf));
+            };
+            assert_eq!(
+                fast,
+                (h.key, h.flags, h.announced, h.cas, h.used),
+                "{:?}",
+                text(buf)
+            );
+            agreed += 1;
+        };
+        for line in lines {
+            for cut in 0..=line.len() {
+                check(&line[..cut]);
+            }
+            for at in 0..line.len() {
+                for b in bytes {
+                    let mut changed = line.to_vec();
+                    changed[at] = b;
+                    check(&changed);
+                    changed.insert(at, b);
+                    check(&changed);
+                }
+            }
+        }
+        assert!(agreed > 400, "{agreed} lines read by both");
     }
 
     #[test]
