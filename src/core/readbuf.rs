@@ -62,6 +62,13 @@ impl ReadBuf {
         head.freeze()
     }
 
+    /// The first `n` bytes of [`ReadBuf::unread`] (fewer if fewer are unread), consumed and
+    /// handed out without a copy, like [`ReadBuf::take`]: values are slices of them.
+    pub(crate) fn take_front(&mut self, n: usize) -> Bytes {
+        let n = n.min(self.end - self.start);
+        self.take(0..n, n)
+    }
+
     /// Room for the next read: at least a quarter chunk, after moving unconsumed bytes to the
     /// front, and growing only if that freed too little.
     pub(crate) fn spare(&mut self) -> &mut [u8] {
