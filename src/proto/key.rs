@@ -45,8 +45,69 @@ pub fn validate_key(key: &[u8]) -> Result<(), KeyError> {
     if key.len() > MAX_KEY_LEN {
         return Err(KeyError::TooLong(key.len()));
     }
-    match key.iter().position(|&b| b <= b' ' || b == 0x7f) {
+    if all_allowed(key) {
+        return Ok(());
+    }
+    match key.iter().position(|&b| refused(b)) {
         Some(at) => Err(KeyError::BadByte { byte: key[at], at }),
         None => Ok(()),
+    }
+}
+
+/// A byte memcached's text protocol cannot carry in a key: a space or a control character.
+fn refused(b: u8) -> bool {
+    b <= b' ' || b == 0x7f
+}
+
+/// No byte of `key` is [`refused`], tested eight at a time: a byte below 0x21, or one equal
+/// to 0x7f, sets its high bit in one of two words (the "has less" and "has zero" tests of
+/// bit-twiddling lore; a borrow can only mark bytes above one truly marked, so "none marked"
+/// is exact). Byte by byte the check was 60 of a multi-get's ~1,600 instructions per key.
+fn all_allowed(key: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = key.chunks_exact(8);
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        let x = u64::from_le_bytes(b);
+        let below_0x21 = x.wrapping_sub(ONES * 0x21) & !x & HIGH;
+        let del = x ^ (ONES * 0x7f);
+        let is_del = del.wrapping_sub(ONES) & !del & HIGH;
+        if below_0x21 | is_del != 0 {
+            return false;
+        }
+    }
+    !words.remainder().iter().any(|&b| refused(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word-at-a-time check agrees with the byte rule for every byte value at every
+    /// place of keys of 1 to 24 bytes (the words and the remainder), among allowed bytes of
+    /// both halves of the byte range.
+    #[test]
+    fn words_and_bytes_agree_on_every_byte() {
+        for len in 1..=24 {
+            for at in 0..len {
+                for fill in [b'k', 0x80, 0xff] {
+                    for b in 0..=255u8 {
+                        let mut key = vec![fill; len];
+                        key[at] = b;
+                        assert_eq!(all_allowed(&key), !refused(b), "{key:?}");
+                        let want = if refused(b) {
+                            Err(KeyError::BadByte { byte: b, at })
+                        } else {
+                            Ok(())
+                        };
+                        assert_eq!(validate_key(&key), want, "{key:?}");
+                    }
+                }
+            }
+        }
+        assert!(refused(b' ') && refused(0) && refused(0x7f));
+        assert!(!refused(b'!') && !refused(0x80));
     }
 }

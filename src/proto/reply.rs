@@ -206,6 +206,14 @@ pub fn parse_reply(buf: &[u8]) -> Result<Parsed<Reply>, ParseError> {
 /// assert!(parse_retrieval(b"VALUE k 0 4294967295\r\n", 1 << 20).is_err());
 /// ```
 pub fn parse_retrieval(buf: &[u8], max_value: usize) -> Result<Parsed<RetrievalItem>, ParseError> {
+    // The end of every reply, and the nothing a first look after a request finds: answered
+    // before the line search (a memchr call each, ~60 instructions of every get).
+    if buf.starts_with(b"END\r\n") {
+        return Ok(Parsed::Done(RetrievalItem::End, 5));
+    }
+    if buf.is_empty() {
+        return Ok(Parsed::Incomplete);
+    }
     let header = match plain_value_header(buf) {
         Some(h) => h,
         None => match general_value_header(buf)? {
