@@ -194,6 +194,18 @@ mod tests {
         assert_eq!(rb.unread().as_ptr(), at, "the same allocation");
     }
 
+    /// The front taken is at most what is unread, and the rest stays unread.
+    #[test]
+    fn a_front_is_taken_up_to_the_unread_bytes() {
+        let mut rb = ReadBuf::default();
+        put(&mut rb, b"abcdef");
+        rb.consume(1);
+        assert_eq!(&rb.take_front(2)[..], b"bc");
+        assert_eq!(rb.unread(), b"def");
+        assert_eq!(&rb.take_front(10)[..], b"def");
+        assert!(rb.is_empty());
+    }
+
     /// Fills the spare room with `bytes`.
     fn put(rb: &mut ReadBuf, bytes: &[u8]) {
         rb.spare()[..bytes.len()].copy_from_slice(bytes);

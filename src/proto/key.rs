@@ -74,7 +74,7 @@ fn all_allowed(key: &[u8]) -> bool {
         let below_0x21 = x.wrapping_sub(ONES * 0x21) & !x & HIGH;
         let del = x ^ (ONES * 0x7f);
         let is_del = del.wrapping_sub(ONES) & !del & HIGH;
-        if below_0x21 | is_del != 0 {
+        if below_0x21 != 0 || is_del != 0 {
             return false;
         }
     }

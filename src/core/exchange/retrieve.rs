@@ -287,7 +287,7 @@ impl Retrieve<'_> {
             return;
         }
         if self.queued.capacity() == 0 {
-            self.queued.reserve(self.keys.len() - 1);
+            self.queued.reserve_exact(self.keys.len() - 1);
         }
         self.queued.push(q);
     }
@@ -590,6 +590,8 @@ mod tests {
         assert!(matches!(steps.pop(), Some(Ok(Step::Done(())))));
         assert!(steps.iter().all(|s| matches!(s, Ok(Step::Read))));
         assert!(rb.is_empty());
+        // a read at a time, each value went in place: the list was never needed
+        assert_eq!(ex.queued.capacity(), 0);
         let got: Vec<Option<(Vec<u8>, u32)>> = ex
             .take_hits()
             .into_iter()
@@ -604,6 +606,20 @@ mod tests {
             ]
         );
 
+        // the whole reply in one read: the list's room is made once, for every key but the
+        // one queued in place
+        let whole = b"VALUE a 0 1\r\nx\r\nVALUE b 0 1\r\ny\r\nVALUE c 0 1\r\nz\r\nEND\r\n";
+        let all = crate::settings::RequestCaps::DEFAULT;
+        let (_, hits, _) = capped(&keys, None, all, whole);
+        assert!(hits.iter().all(Option::is_some));
+        let mut ex = Retrieve::new(&keys, false, None);
+        let ctx_all = Ctx { caps: all, ..ctx };
+        let mut rb = ReadBuf::default();
+        let _ = ex.step(&mut rb, &mut Vec::new(), &ctx_all);
+        let r = feed(&mut ex, &mut rb, whole);
+        assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
+        assert_eq!(ex.queued.capacity(), keys.len() - 1);
+
         // the first line answered, the second with a key it never asked: its value is kept,
         // and the bytes after the whole first line stay unread
         ex.restart();
@@ -617,6 +633,18 @@ mod tests {
         assert_eq!(rb.unread(), bad);
         let hits = ex.take_hits();
         assert_eq!(hits[0].as_ref().map(|i| &i.value[..]), Some(&b"xy"[..]));
+
+        // a refusal of the last line is consumed with it
+        let one: Vec<&[u8]> = vec![b"a"];
+        let mut ex = Retrieve::new(&one, false, None);
+        let mut rb = ReadBuf::default();
+        let _ = ex.step(&mut rb, &mut Vec::new(), &ctx);
+        let r = feed(&mut ex, &mut rb, b"SERVER_ERROR busy\r\n");
+        assert!(
+            matches!(r, Ok(Step::Refused(Error::Server { .. }))),
+            "{r:?}"
+        );
+        assert!(rb.is_empty());
     }
 
     #[test]
