@@ -65,7 +65,6 @@ impl ReadBuf {
     /// The first `n` bytes of [`ReadBuf::unread`] (fewer if fewer are unread), consumed and
     /// handed out without a copy, like [`ReadBuf::take`]: values are slices of them.
     pub(crate) fn take_front(&mut self, n: usize) -> Bytes {
-        let n = n.min(self.end - self.start);
         self.take(0..n, n)
     }
 

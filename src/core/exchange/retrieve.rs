@@ -738,6 +738,8 @@ mod tests {
         ] {
             assert_eq!(Retrieve::new(keys, cas, touch).command(), name);
         }
+        // a server's share of a multi-get is named so even when it is one key
+        assert_eq!(Retrieve::many(one).command(), "get_multi");
     }
 
     /// A key asked twice is answered twice, each value in its own place.
