@@ -234,8 +234,8 @@ struct ValueHeader {
     used: usize,
 }
 
-/// What [`general_value_header`] found: a `VALUE` line, or a whole answer (the end, a refusal,
-/// or more bytes needed).
+/// What [`general_value_header`] found: a `VALUE` line, or a whole answer (a refusal, or more
+/// bytes needed).
 enum Header {
     Value(ValueHeader),
     Other(Parsed<RetrievalItem>),
@@ -306,10 +306,9 @@ fn general_value_header(buf: &[u8]) -> Result<Header, ParseError> {
         Parsed::Incomplete => return Ok(Header::Other(Parsed::Incomplete)),
         Parsed::Done(l, used) => (l, used),
     };
+    // `END` never gets here: a line that is `END` starts the buffer with `END\r\n`, which
+    // `parse_retrieval` answers first.
     let Some(rest) = l.strip_prefix(b"VALUE ") else {
-        if l == b"END" {
-            return Ok(Header::Other(Parsed::Done(RetrievalItem::End, used)));
-        }
         if let Some(e) = error_reply(l) {
             return Ok(Header::Other(Parsed::Done(RetrievalItem::Failed(e), used)));
         }
