@@ -132,7 +132,7 @@ impl KeyHash {
     #[inline]
     pub fn hash(self, key: &[u8]) -> u32 {
         match self {
-            KeyHash::Md5 => md5_point(key, 0),
+            KeyHash::Md5 => super::md5_key::first_word(key).unwrap_or_else(|| md5_words(key)[0]),
             KeyHash::OneAtATime => one_at_a_time(key),
             KeyHash::Crc32 => (crc32fast::hash(key) >> 16) & 0x7fff,
             KeyHash::Crc32a => crc32fast::hash(key),
@@ -197,13 +197,6 @@ pub(crate) fn md5(data: &[u8]) -> [u8; 16] {
         d[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
     }
     d
-}
-
-/// Point `i` (0..4) of the md5 digest of `data`: bytes `4i..4i+3` read little-endian, as
-/// every ketama does.
-#[inline]
-pub(crate) fn md5_point(data: &[u8], i: usize) -> u32 {
-    md5_words(data)[i]
 }
 
 /// A byte read through a signed `char` and widened to `uint32_t`, as the C peers do.
@@ -491,7 +484,7 @@ mod tests {
             for i in 0..4 {
                 let w = &reference[4 * i..4 * i + 4];
                 assert_eq!(
-                    md5_point(&data, i),
+                    md5_words(&data)[i],
                     u32::from_le_bytes([w[0], w[1], w[2], w[3]])
                 );
             }

@@ -6,13 +6,13 @@
 //! planner's million keys — then costs a fraction of four separate hashes. One `unsafe` call (SSE2, in every x86-64 CPU); the
 //! result is checked against md-5 in the tests below.
 
-const S: [u32; 64] = [
+pub(super) const S: [u32; 64] = [
     7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9,
     14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10, 15,
     21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
 ];
 
-const K: [u32; 64] = [
+pub(super) const K: [u32; 64] = [
     0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
     0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
     0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
@@ -30,29 +30,27 @@ type Lanes = [u32; 4];
 
 /// The first digest word (the ketama point / key hash) of four inputs of at most
 /// [`MAX_ONE_BLOCK`] bytes each. Longer inputs must go through [`crate::hash::md5_words`].
+///
+/// The first word is final after step 61 of 64 (see `super::md5_key`), so the last three
+/// steps are left out.
 pub(crate) fn md5_first_words(inputs: [&[u8]; 4]) -> Lanes {
-    let w = md5_x4(inputs);
-    [w[0][0], w[1][0], w[2][0], w[3][0]]
+    let m = blocks(inputs);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in `md5_x4`.
+    let st = unsafe { sse2::rounds::<false>(&m) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let st = scalar::rounds::<false>(&m);
+    st[1].map(|a| a.wrapping_add(INIT[0]))
 }
 
 pub(crate) fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
-    let mut m = [[0u32; 4]; 16];
-    for (lane, data) in inputs.iter().enumerate() {
-        debug_assert!(data.len() <= MAX_ONE_BLOCK);
-        let mut block = [0u8; 64];
-        block[..data.len()].copy_from_slice(data);
-        block[data.len()] = 0x80;
-        block[56..].copy_from_slice(&((data.len() as u64) * 8).to_le_bytes());
-        for (w, chunk) in block.chunks_exact(4).enumerate() {
-            m[w][lane] = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        }
-    }
+    let m = blocks(inputs);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `rounds` only needs SSE2, which every x86-64 CPU has (it is in the target's
     // baseline: `cfg(target_feature = "sse2")` holds for every x86_64 target Rust has).
-    let [a, b, c, d] = unsafe { sse2::rounds(&m) };
+    let [a, b, c, d] = unsafe { sse2::rounds::<true>(&m) };
     #[cfg(not(target_arch = "x86_64"))]
-    let [a, b, c, d] = scalar::rounds(&m);
+    let [a, b, c, d] = scalar::rounds::<true>(&m);
     std::array::from_fn(|l| {
         [
             a[l].wrapping_add(INIT[0]),
@@ -63,7 +61,33 @@ pub(crate) fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
     })
 }
 
-const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+/// The padded one-block messages, word by word, lane by lane.
+fn blocks(inputs: [&[u8]; 4]) -> [Lanes; 16] {
+    let mut m = [[0u32; 4]; 16];
+    for (lane, data) in inputs.iter().enumerate() {
+        for (w, word) in padded(data).into_iter().enumerate() {
+            m[w][lane] = word;
+        }
+    }
+    m
+}
+
+/// `data` (at most [`MAX_ONE_BLOCK`] bytes) padded to md5's one block, as sixteen
+/// little-endian words.
+#[inline(always)]
+pub(super) fn padded(data: &[u8]) -> [u32; 16] {
+    debug_assert!(data.len() <= MAX_ONE_BLOCK);
+    let mut block = [0u8; 64];
+    block[..data.len()].copy_from_slice(data);
+    block[data.len()] = 0x80;
+    block[56..].copy_from_slice(&((data.len() as u64) * 8).to_le_bytes());
+    std::array::from_fn(|w| {
+        let c = &block[4 * w..4 * w + 4];
+        u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+    })
+}
+
+pub(super) const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
 
 /// The 64 rounds of four lanes, as SSE2 vectors (part of every x86-64 CPU, so always there).
 /// Written with the intrinsics because LLVM keeps the lane-by-lane code scalar: SSE2 has no
@@ -80,8 +104,9 @@ mod sse2 {
         _mm_sll_epi32, _mm_srl_epi32, _mm_xor_si128,
     };
 
+    /// All 64 steps (`ALL`), or the first 61, after which the first word is in place 1.
     #[target_feature(enable = "sse2")]
-    pub(super) fn rounds(m: &[Lanes; 16]) -> [Lanes; 4] {
+    pub(super) fn rounds<const ALL: bool>(m: &[Lanes; 16]) -> [Lanes; 4] {
         let m: [__m128i; 16] = std::array::from_fn(|w| {
             let [l0, l1, l2, l3] = m[w].map(|x| x as i32);
             _mm_set_epi32(l3, l2, l1, l0)
@@ -89,7 +114,10 @@ mod sse2 {
         let mut st = INIT.map(|x| _mm_set1_epi32(x as i32));
         super::rounds!(st, m; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25
             26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53
-            54 55 56 57 58 59 60 61 62 63);
+            54 55 56 57 58 59 60);
+        if ALL {
+            super::rounds!(st, m; 61 62 63);
+        }
         st.map(|v| {
             [
                 _mm_cvtsi128_si32(v) as u32,
@@ -128,11 +156,15 @@ mod sse2 {
 mod scalar {
     use super::{INIT, K, Lanes, S};
 
-    pub(super) fn rounds(m: &[Lanes; 16]) -> [Lanes; 4] {
+    /// All 64 steps (`ALL`), or the first 61, as `sse2::rounds`.
+    pub(super) fn rounds<const ALL: bool>(m: &[Lanes; 16]) -> [Lanes; 4] {
         let mut st: [Lanes; 4] = INIT.map(|x| [x; 4]);
         super::rounds!(st, m; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25
             26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53
-            54 55 56 57 58 59 60 61 62 63);
+            54 55 56 57 58 59 60);
+        if ALL {
+            super::rounds!(st, m; 61 62 63);
+        }
         st
     }
 
@@ -165,7 +197,7 @@ mod scalar {
 
 /// The message word round `i` adds.
 #[inline(always)]
-const fn word(i: usize) -> usize {
+pub(super) const fn word(i: usize) -> usize {
     match i / 16 {
         0 => i,
         1 => (5 * i + 1) % 16,
@@ -179,7 +211,7 @@ macro_rules! rounds {
         $(round::<$i>(&mut $st, &$m);)*
     };
 }
-use rounds;
+pub(super) use rounds;
 
 #[cfg(test)]
 mod tests {
@@ -200,7 +232,15 @@ mod tests {
                 })
             });
             // SAFETY: SSE2 is in every x86-64 CPU (see md5_x4).
-            assert_eq!(unsafe { sse2::rounds(&m) }, scalar::rounds(&m));
+            assert_eq!(
+                unsafe { sse2::rounds::<true>(&m) },
+                scalar::rounds::<true>(&m)
+            );
+            // SAFETY: as above.
+            assert_eq!(
+                unsafe { sse2::rounds::<false>(&m) },
+                scalar::rounds::<false>(&m)
+            );
         }
     }
 

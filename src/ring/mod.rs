@@ -9,6 +9,7 @@ mod dalli_key;
 pub mod flavor;
 pub mod hash;
 mod java;
+mod md5_key;
 pub(crate) mod md5x4;
 mod rendezvous;
 pub mod servers;
