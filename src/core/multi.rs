@@ -216,7 +216,7 @@ mod tests {
         let mut rb = ReadBuf::default();
         assert!(matches!(
             ex.step(&mut rb, &mut Vec::new(), &ctx),
-            Ok(Step::Write)
+            Ok(Step::WriteThenRead)
         ));
         // the first line's reply (a hit and a miss), then nothing more
         let reply = format!("VALUE {} 0 1\r\nx\r\nEND\r\n", keys[0]);

@@ -106,7 +106,7 @@ mod tests {
         loop {
             let mut out = Vec::new();
             match ex.step(&mut rb, &mut out, &CTX) {
-                Ok(Step::Write) => writes.push(out),
+                Ok(Step::Write | Step::WriteThenRead) => writes.push(out),
                 Ok(Step::Read) => match replies.next() {
                     Some(r) => receive(&mut rb, r.as_bytes()),
                     None => panic!("waits for a reply no script gives"),

@@ -123,7 +123,7 @@ mod tests {
         let r = loop {
             let mut out = Vec::new();
             match ex.step(&mut rb, &mut out, &CTX) {
-                Ok(Step::Write) => assert_eq!(out, METADUMP_ALL),
+                Ok(Step::Write | Step::WriteThenRead) => assert_eq!(out, METADUMP_ALL),
                 Ok(Step::Read) => match replies.next() {
                     Some(r) => receive(&mut rb, r.as_bytes()),
                     None => panic!("waits for a reply no script gives"),

@@ -44,6 +44,10 @@ pub(crate) struct Ctx<'a> {
 pub(crate) enum Step<T> {
     /// The request bytes just put in the write buffer must be sent.
     Write,
+    /// The request bytes just put in the write buffer must be sent, and its reply's first
+    /// bytes are needed before the next step: the link does not step the exchange again
+    /// until some have come.
+    WriteThenRead,
     /// More reply bytes are needed.
     Read,
     /// Every reply was read.
@@ -122,7 +126,7 @@ pub(crate) trait Exchange {
         true
     }
 
-    /// Put request bytes into `out` (and answer [`Step::Write`]), or consume replies from
+    /// Put request bytes into `out` (and answer [`Step::Write`] or [`Step::WriteThenRead`]), or consume replies from
     /// `rb`. An `Err` leaves the connection out of step: it is dropped.
     fn step(
         &mut self,

@@ -18,7 +18,7 @@ pub(crate) struct Retrieve<'a> {
     keys: &'a [&'a [u8]],
     cas: bool,
     touch: Option<u32>,
-    hits: Vec<Option<Item>>,
+    hits: Hits,
     /// The first key of the batch whose reply is being read.
     start: usize,
     /// The end of that batch (one past its last key).
@@ -47,7 +47,7 @@ impl<'a> Retrieve<'a> {
             keys,
             cas,
             touch,
-            hits: vec![None; keys.len()],
+            hits: Hits::new(keys.len()),
             start: 0,
             end: 0,
             next: 0,
@@ -76,12 +76,12 @@ impl<'a> Retrieve<'a> {
 
     /// The values read so far, one entry per key.
     pub(crate) fn take_hits(&mut self) -> Vec<Option<Item>> {
-        std::mem::take(&mut self.hits)
+        self.hits.take_all()
     }
 
     /// The one value of a single-key retrieval.
     pub(crate) fn take_item(&mut self) -> Option<Item> {
-        self.hits.pop().flatten()
+        self.hits.take_last()
     }
 
     /// One past the last key of the batch starting at `start`: as many keys as `caps` let one
@@ -108,6 +108,55 @@ impl<'a> Retrieve<'a> {
     /// Every key's result is final.
     fn all_read(&self) -> bool {
         self.start >= self.keys.len()
+    }
+}
+
+/// One result per key. A single key's is held in place: a `get` allocates nothing for it (the
+/// list's allocation and free were ~250 of an async get's ~5,800 instructions, callgrind).
+#[derive(Debug)]
+enum Hits {
+    One(Option<Item>),
+    Many(Vec<Option<Item>>),
+}
+
+impl Hits {
+    fn new(keys: usize) -> Hits {
+        if keys == 1 {
+            Hits::One(None)
+        } else {
+            Hits::Many(vec![None; keys])
+        }
+    }
+
+    /// Key `i`'s result, `None` past the last key.
+    fn slot(&mut self, i: usize) -> Option<&mut Option<Item>> {
+        match self {
+            Hits::One(h) => (i == 0).then_some(h),
+            Hits::Many(v) => v.get_mut(i),
+        }
+    }
+
+    fn found(&self) -> usize {
+        match self {
+            Hits::One(h) => usize::from(h.is_some()),
+            Hits::Many(v) => v.iter().filter(|h| h.is_some()).count(),
+        }
+    }
+
+    /// Every key's result, in order, leaving none.
+    fn take_all(&mut self) -> Vec<Option<Item>> {
+        match self {
+            Hits::One(h) => vec![h.take()],
+            Hits::Many(v) => std::mem::take(v),
+        }
+    }
+
+    /// The last key's result, leaving none.
+    fn take_last(&mut self) -> Option<Item> {
+        match self {
+            Hits::One(h) => h.take(),
+            Hits::Many(v) => v.pop().flatten(),
+        }
     }
 }
 
@@ -149,12 +198,12 @@ impl Exchange for Retrieve<'_> {
     }
 
     fn hits(&self) -> Option<(usize, usize)> {
-        let found = self.hits.iter().filter(|h| h.is_some()).count();
+        let found = self.hits.found();
         Some((found, self.keys.len() - found))
     }
 
     fn restart(&mut self) {
-        self.hits = vec![None; self.keys.len()];
+        self.hits = Hits::new(self.keys.len());
         (self.start, self.end) = (0, 0);
         self.next = 0;
         self.sent = false;
@@ -175,7 +224,7 @@ impl Exchange for Retrieve<'_> {
                 return Ok(Step::Done(()));
             }
             self.encode_meta(out);
-            return Ok(Step::Write);
+            return Ok(Step::WriteThenRead);
         }
         if let Some(base) = self.meta {
             return self.read_meta(rb, ctx, base);
@@ -204,7 +253,7 @@ impl Exchange for Retrieve<'_> {
                 return Ok(Step::Done(()));
             }
             self.end = self.batch_end(0, ctx.caps);
-            return Ok(Step::Write);
+            return Ok(Step::WriteThenRead);
         }
         let mut read = 0;
         let step = self.read_text(rb, ctx, &mut read);
@@ -274,7 +323,7 @@ impl Retrieve<'_> {
         };
         let front = rb.take_front(read);
         for (i, data, flags, cas) in std::iter::once(first).chain(self.queued.drain(..)) {
-            if let Some(hit) = self.hits.get_mut(i) {
+            if let Some(hit) = self.hits.slot(i) {
                 *hit = Some(Item::new(front.slice(data), flags, cas));
             }
         }
@@ -368,7 +417,9 @@ impl Retrieve<'_> {
                         return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
                     };
                     let (data, flags, cas) = meta::item_parts(&r, self.cas, ctx)?;
-                    self.hits[at] = Some(Item::new(rb.take(data, used), flags, cas));
+                    if let Some(hit) = self.hits.slot(at) {
+                        *hit = Some(Item::new(rb.take(data, used), flags, cas));
+                    }
                     self.next = at + 1;
                     if !quiet {
                         self.start = self.keys.len();
@@ -416,7 +467,10 @@ mod tests {
             caps,
         };
         let (mut rb, mut out) = (ReadBuf::default(), Vec::new());
-        assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &ctx),
+            Ok(Step::WriteThenRead)
+        ));
         let spare = rb.spare();
         spare[..replies.len()].copy_from_slice(replies);
         rb.filled(replies.len());
@@ -537,7 +591,10 @@ mod tests {
             caps: crate::settings::RequestCaps::DEFAULT,
         };
         let mut rb = ReadBuf::default();
-        assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &ctx),
+            Ok(Step::WriteThenRead)
+        ));
         assert_eq!(out, b"get a b c\r\n");
         let r = feed(&mut ex, &mut rb, b"VALUE c 1 1\r\nz\r\nEND\r\n");
         assert!(matches!(r, Ok(Step::Done(()))), "{r:?}");
@@ -579,7 +636,7 @@ mod tests {
         let mut rb = ReadBuf::default();
         assert!(matches!(
             ex.step(&mut rb, &mut Vec::new(), &ctx),
-            Ok(Step::Write)
+            Ok(Step::WriteThenRead)
         ));
         let mut steps = Vec::new();
         for b in reply {
@@ -682,7 +739,10 @@ mod tests {
         let keys: Vec<&[u8]> = vec![b"a", b"b", b"c"];
         let mut ex = Retrieve::new(&keys, true, Some(30));
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::WriteThenRead)
+        ));
         let o = opaques(&out);
         let want = format!(
             "mg a v f c T30 O{} q\r\nmg b v f c T30 O{} q\r\nmg c v f c T30 O{} q\r\nmn\r\n",
@@ -766,7 +826,10 @@ mod tests {
             let one: Vec<&[u8]> = vec![b"a"];
             let mut ex = Retrieve::new(&one, false, None);
             let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-            assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+            assert!(matches!(
+                ex.step(&mut rb, &mut out, &CTX),
+                Ok(Step::WriteThenRead)
+            ));
             let o = opaques(&out)[0];
             let reply = reply.replace("{o1}", &(o.wrapping_add(1)).to_string());
             receive(&mut rb, reply.as_bytes());
@@ -777,7 +840,10 @@ mod tests {
         let two: Vec<&[u8]> = vec![b"a", b"b"];
         let mut ex = Retrieve::new(&two, false, None);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::WriteThenRead)
+        ));
         let o = opaques(&out);
         assert_eq!(o.len(), 2, "{:?}", String::from_utf8_lossy(&out));
         receive(

@@ -202,7 +202,7 @@ impl<T> Exchange for Single<'_, T> {
             } else {
                 self.request.encode(out);
             }
-            return Ok(Step::Write);
+            return Ok(Step::WriteThenRead);
         }
         if let Some(opaque) = self.opaque {
             return self.read_meta(rb, ctx, opaque);
@@ -252,7 +252,10 @@ mod tests {
             protocol: crate::Protocol::Text,
             caps: crate::settings::RequestCaps::DEFAULT,
         };
-        assert!(matches!(ex.step(&mut rb, &mut out, &ctx), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &ctx),
+            Ok(Step::WriteThenRead)
+        ));
         assert!(matches!(
             ex.step(&mut rb, &mut Vec::new(), &ctx),
             Ok(Step::Read)
@@ -314,7 +317,10 @@ mod tests {
         use crate::core::exchange::meta::testing::{CTX, opaques, receive};
         let mut ex = Single::arith(false, b"n", 2);
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::WriteThenRead)
+        ));
         let o = opaques(&out)[0];
         assert_eq!(out, format!("ma n D2 MD v O{o}\r\n").as_bytes());
         receive(&mut rb, format!("VA 2 O{o}\r\n40\r\n").as_bytes());
@@ -420,7 +426,10 @@ mod tests {
     fn meta_answered<T: std::fmt::Debug>(mut ex: Single<'_, T>, status: &str) -> (String, T) {
         use crate::core::exchange::meta::testing::{CTX, opaques, receive};
         let (mut out, mut rb) = (Vec::new(), ReadBuf::default());
-        assert!(matches!(ex.step(&mut rb, &mut out, &CTX), Ok(Step::Write)));
+        assert!(matches!(
+            ex.step(&mut rb, &mut out, &CTX),
+            Ok(Step::WriteThenRead)
+        ));
         let o = opaques(&out)[0];
         receive(&mut rb, format!("{status} O{o}\r\n").as_bytes());
         let request = String::from_utf8_lossy(&out).replace(&format!(" O{o}"), "");

@@ -277,6 +277,7 @@ impl<P: ServerPool> Exchange for Rejoin<'_, P> {
                 Step::Done(_) => Ok(Step::Done(())),
                 Step::Refused(e) => Err(e),
                 Step::Write => Ok(Step::Write),
+                Step::WriteThenRead => Ok(Step::WriteThenRead),
                 Step::Read => Ok(Step::Read),
             },
             Phase::Clean { cleaner, .. }
@@ -675,7 +676,7 @@ pub(crate) mod tests {
         let first = |r: &mut Rejoin<'_, NoPool>| {
             let mut out = Vec::new();
             let step = r.step(&mut ReadBuf::default(), &mut out, &ctx);
-            assert!(matches!(step, Ok(Step::Write)));
+            assert!(matches!(step, Ok(Step::Write | Step::WriteThenRead)));
             out
         };
         let v = first(&mut r);
