@@ -93,10 +93,12 @@ impl Client {
                 ops::get_end(&self.core, key, &r.member, &mut ex)
             }
         };
-        if self.core.settings.large_values.is_none() {
-            return Ok(item);
+        match item {
+            Some(item) if self.core.settings.large_values.is_some() => {
+                now(self, large::complete(self, key, item, None))
+            }
+            item => Ok(item),
         }
-        now(self, large::complete(self, key, item, None))
     }
 
     /// A storage command on the hot path: the steps of [`large::store`] without its future
