@@ -1,7 +1,7 @@
 //! The first md5 digest word of one short key: what every md5 ketama routes a key by.
 //!
 //! An md5 key hash is the digest's first four bytes read little-endian (libmemcached's
-//! `hashkit_md5` in `libhashkit/md5.c`, spymemcached's `KETAMA_HASH` in `HashAlgorithm.java`).
+//! `hashkit_md5` in libhashkit, spymemcached's `KETAMA_HASH`).
 //! That word is `a` plus its initial value, and `a` is final after the 61st of md5's 64 steps:
 //! the last three steps only move `b`, `c` and `d`. md5 is one chain of dependent steps, so a
 //! route's time is that chain's length. Stopping at step 61, with each step ordered so that its
