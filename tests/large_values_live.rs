@@ -375,6 +375,31 @@ fn a_chunk_gone_or_of_another_write_reads_as_a_miss() {
         client.get("tricky").expect("get").expect("hit").value,
         tricky
     );
+    // with large values off, an index is an ordinary value: read as stored, never assembled
+    let whole = value(5, 1_500_000);
+    client.set("whole", &whole, Expiry::NEVER).expect("set");
+    let off = list(&s);
+    let plain = memshard::Builder::<memshard::Client>::default()
+        .server_list(&off)
+        .expect("list")
+        .build()
+        .expect("client");
+    let raw = plain.get("whole").expect("get").expect("the index").value;
+    assert!(raw.starts_with(MAGIC) && raw.len() < 100, "{raw:?}");
+    assert_eq!(plain.gets("whole").expect("gets").expect("hit").value, raw);
+    runtime().block_on(async {
+        let plain = memshard::Builder::<memshard::aio::Client>::default()
+            .server_list(&off)
+            .expect("list")
+            .build()
+            .expect("client");
+        assert_eq!(
+            plain.get("whole").await.expect("get").expect("hit").value,
+            raw
+        );
+        let gets = plain.gets("whole").await.expect("gets").expect("hit");
+        assert_eq!(gets.value, raw);
+    });
 }
 
 #[test]

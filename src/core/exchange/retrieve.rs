@@ -499,6 +499,46 @@ mod tests {
         )
     }
 
+    /// Hits and misses for the span, counted from the values read: one key (held in place)
+    /// and several; the one key's value is then taken whole, as the list or alone.
+    #[test]
+    fn hits_and_misses_are_counted_for_one_key_and_many() {
+        fn run<'a>(keys: &'a [&'a [u8]], reply: &[u8]) -> Retrieve<'a> {
+            let ctx = Ctx {
+                server: "s:1",
+                max_value: 1024,
+                protocol: crate::Protocol::Text,
+                caps: crate::settings::RequestCaps::DEFAULT,
+            };
+            let mut ex = Retrieve::new(keys, false, None);
+            let mut rb = ReadBuf::default();
+            assert!(ex.step(&mut rb, &mut Vec::new(), &ctx).is_ok());
+            rb.spare()[..reply.len()].copy_from_slice(reply);
+            rb.filled(reply.len());
+            assert!(matches!(
+                ex.step(&mut rb, &mut Vec::new(), &ctx),
+                Ok(Step::Done(()))
+            ));
+            ex
+        }
+        let hit = b"VALUE a 0 1\r\nx\r\nEND\r\n";
+        let mut one = run(&[b"a"], hit);
+        assert_eq!(one.hits(), Some((1, 0)));
+        let mut again = run(&[b"a"], hit);
+        assert_eq!(
+            one.take_hits(),
+            vec![Some(Item::new(b"x".to_vec(), 0, None))]
+        );
+        assert_eq!(again.take_item(), Some(Item::new(b"x".to_vec(), 0, None)));
+        assert_eq!(run(&[b"a"], b"END\r\n").hits(), Some((0, 1)));
+        let keys: &[&[u8]] = &[b"a", b"b", b"c"];
+        assert_eq!(
+            run(keys, b"VALUE b 0 1\r\ny\r\nEND\r\n").hits(),
+            Some((1, 2))
+        );
+        assert_eq!(run(keys, b"END\r\n").hits(), Some((0, 3)));
+    }
+
     #[test]
     fn request_caps_split_the_lines_by_keys_and_bytes() {
         use crate::settings::RequestCaps;
