@@ -126,8 +126,9 @@ pub(crate) trait Exchange {
         true
     }
 
-    /// Put request bytes into `out` (and answer [`Step::Write`] or [`Step::WriteThenRead`]), or consume replies from
-    /// `rb`. An `Err` leaves the connection out of step: it is dropped.
+    /// Put request bytes into `out` (and answer [`Step::Write`] or [`Step::WriteThenRead`]),
+    /// or consume replies from `rb`. An `Err` leaves the connection out of step: it is
+    /// dropped.
     fn step(
         &mut self,
         rb: &mut ReadBuf,
