@@ -3,6 +3,7 @@
 //! replies are the core's [`Link`] and [`Exchange`]; a future dropped mid-exchange leaves the
 //! link in flight, and its pool never hands it out again.
 
+use super::read_timer::ReadTimer;
 use crate::core::exchange::Exchange;
 use crate::core::link::{Link, Next};
 use crate::error::{Error, Result};
@@ -75,8 +76,8 @@ async fn over_tls(
 /// An async connection to one memcached server.
 pub(crate) struct AsyncConn {
     stream: Stream,
-    /// The read deadline's timer, kept between requests (see [`AsyncConn::fill`]).
-    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The read deadline's timer, kept between requests.
+    timer: Option<ReadTimer>,
     pub(crate) link: Link,
     /// The pool generation it was made in (see the pool module).
     pub(crate) generation: u64,
@@ -225,38 +226,29 @@ impl AsyncConn {
         }
     }
 
-    /// Read more bytes before `deadline`.
-    ///
-    /// The connection's one timer stays armed between requests and is moved only when it
-    /// fired before `deadline` or is set later than it: a request's deadline is later than
-    /// the one before it, so a busy connection re-arms it about once per read timeout rather
-    /// than per read. Registering a tokio timer per read and dropping it cost ~1,000 of the
-    /// ~6,500 user-space instructions of an async get (callgrind). The timer only wakes the
-    /// read early; the deadline is checked against the clock.
+    /// Read more bytes before `deadline`, under the connection's one [`ReadTimer`].
     async fn fill(&mut self, deadline: StdInstant) -> Result<()> {
         let until = Instant::from_std(deadline);
         let timer = match &mut self.timer {
             Some(t) => {
-                if t.deadline() > until || t.is_elapsed() {
-                    t.as_mut().reset(until);
-                }
+                t.arm(until);
                 t
             }
-            None => self.timer.insert(Box::pin(tokio::time::sleep_until(until))),
+            None => self.timer.insert(ReadTimer::new(until)),
         };
         let read = {
             let mut read = std::pin::pin!(self.stream.read(self.link.spare()));
             loop {
                 let woke = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
                     Poll::Ready(r) => Poll::Ready(Some(r)),
-                    Poll::Pending => timer.as_mut().poll(cx).map(|()| None),
+                    Poll::Pending => timer.poll(cx).map(|()| None),
                 })
                 .await;
                 match woke {
                     Some(r) => break Some(r),
                     None if Instant::now() >= until => break None,
                     // armed for an earlier request's deadline
-                    None => timer.as_mut().reset(until),
+                    None => timer.reset(until),
                 }
             }
         };

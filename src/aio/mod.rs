@@ -113,6 +113,7 @@ mod client;
 mod conn;
 mod pool;
 mod prober;
+mod read_timer;
 mod replica;
 mod router;
 
