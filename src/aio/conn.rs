@@ -285,7 +285,7 @@ impl AsyncConn {
                 Stream::Tls(s) => tls_waiting(s, &mut probe),
             };
             match r {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if crate::core::link::interrupted(&e) => continue,
                 r => break r,
             }
         };

@@ -358,7 +358,7 @@ impl Conn {
         let mut waiting = [0u8; 64];
         let peeked = loop {
             match self.stream.peek_now(&mut waiting) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if crate::core::link::interrupted(&e) => continue,
                 r => break r,
             }
         };

@@ -267,7 +267,7 @@ impl Transport for Fake {
     fn get_multi<K: AsRef<[u8]> + Sync>(&self, keys: &[K]) -> Ready<Vec<Result<Option<Item>>>> {
         let got = keys
             .iter()
-            .map(|k| super::transport::now(self, super::ops::get(self, k.as_ref())));
+            .map(|k| super::transport::now(self, super::large::get(self, k.as_ref())));
         ready(got.collect())
     }
 

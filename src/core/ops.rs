@@ -61,7 +61,9 @@ pub(crate) enum Get<'k, P> {
 }
 
 /// The first step of `get`, before any I/O: counted as a read, then the near cache's fresh
-/// copy or the route to the owner.
+/// copy or the route to the owner. `get` runs these steps in
+/// [`large::get`](super::large::get)'s future, and the blocking client without one (its hot
+/// path).
 pub(crate) fn get_begin<'k, P>(core: &Core<P>, key: &'k [u8]) -> Result<Get<'k, P>> {
     core.note_key(key);
     match core.near_lookup(key) {
@@ -82,19 +84,6 @@ pub(crate) fn get_end<P>(
         core.near_keep(key, item);
     }
     found
-}
-
-/// `get`: the near cache's copy while it is fresh, else the server's (kept in the near cache).
-/// (The blocking client runs the same steps without a future: its hot path.)
-pub(crate) async fn get<T: Transport>(t: &T, key: &[u8]) -> Result<Option<Item>> {
-    let r = match get_begin(t.core(), key)? {
-        Get::Near(item) => return Ok(Some(item)),
-        Get::Ask(r) => r,
-    };
-    let keys = [&r.wire[..]];
-    let mut ex = Retrieve::new(&keys, false, None);
-    t.on(&r.member, &mut ex).await?;
-    Ok(get_end(t.core(), key, &r.member, &mut ex))
 }
 
 /// One storage command of `wire` on `m`.
