@@ -156,7 +156,8 @@ mod tests {
     fn a_waker_and_its_clone_wake_the_same_task() {
         runtime().block_on(async {
             let here = poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
-            poll_fn(|cx| Poll::Ready(assert!(same_task(&here, cx.waker())))).await;
+            let same = poll_fn(|cx| Poll::Ready(same_task(&here, cx.waker()))).await;
+            assert!(same, "a clone");
             let there = tokio::spawn(poll_fn(|cx| Poll::Ready(cx.waker().clone())))
                 .await
                 .expect("joined");
