@@ -42,6 +42,7 @@ type Queued = (usize, Range<usize>, u32, Option<u64>);
 
 impl<'a> Retrieve<'a> {
     /// `get` (`cas`: `gets`; with `touch`: `gat`/`gats` with that expiry).
+    #[inline]
     pub(crate) fn new(keys: &'a [&'a [u8]], cas: bool, touch: Option<u32>) -> Self {
         Retrieve {
             keys,
@@ -328,6 +329,16 @@ impl Retrieve<'_> {
             rb.consume(read);
             return;
         };
+        if self.queued.is_empty() {
+            // one value (every hit of a get): taken alone, without a front of the buffer to
+            // slice it from and drop (~40 of an async get's ~5,100 instructions, callgrind)
+            let (i, data, flags, cas) = first;
+            let value = rb.take(data, read);
+            if let Some(hit) = self.hits.slot(i) {
+                *hit = Some(Item::new(value, flags, cas));
+            }
+            return;
+        }
         let front = rb.take_front(read);
         let mut put = |(i, data, flags, cas): Queued| {
             if let Some(hit) = self.hits.slot(i) {
