@@ -152,6 +152,31 @@ fn the_server_lists_tls_name_is_the_name_verified() {
     both!(tls_name(s));
 }
 
+/// Values of nearly memcached's item limit, set and read back whole over TLS, 24 times on
+/// each client: requests of many TLS records, written across partial socket writes.
+async fn big_values<C: Kind>(s: &Servers) {
+    let addr = s.named.addr();
+    let c: C = client(&addr, Some(ca().server_name(TLS_NAME)), None);
+    for i in 0..24u8 {
+        let key = format!("big:{}:{i}", C::NAME);
+        let value = vec![b'a' + i % 26; 1000 * 1000 - 64 * 1024 + usize::from(i) * 977];
+        assert_eq!(
+            c.set(&key, &value).await.unwrap(),
+            StoreOutcome::Stored,
+            "{}",
+            C::NAME
+        );
+        let got = c.get(&key).await.unwrap().expect("hit");
+        assert!(got.value == value, "{}: value {i} read back whole", C::NAME);
+    }
+}
+
+#[test]
+fn values_near_the_item_limit_go_whole_over_tls() {
+    let Some(s) = servers() else { return };
+    both!(big_values(s));
+}
+
 // ---------------------------------------------------------------------------------------
 // no credentials at a -Y server
 // ---------------------------------------------------------------------------------------

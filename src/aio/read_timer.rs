@@ -139,6 +139,9 @@ mod tests {
             assert_eq!(t.polls(), 3, "armed later: not moved, polled for this task");
             assert_eq!(poll_once(&mut t).await, Poll::Pending);
             assert_eq!(t.polls(), 3);
+            t.arm(far);
+            assert_eq!(poll_once(&mut t).await, Poll::Pending);
+            assert_eq!(t.polls(), 3, "armed at its own deadline: not moved");
             t.arm(far - Duration::from_secs(1));
             assert_eq!(poll_once(&mut t).await, Poll::Pending);
             assert_eq!(t.polls(), 4, "moved earlier: polled again");

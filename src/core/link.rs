@@ -79,7 +79,8 @@ pub(crate) fn deadline_after(d: Duration) -> Instant {
 /// instructions, callgrind).
 fn would_block(e: &io::Error) -> bool {
     match e.raw_os_error() {
-        Some(errno) => errno == libc::EAGAIN || errno == libc::EWOULDBLOCK,
+        // EWOULDBLOCK is EAGAIN on Linux, the BSDs and macOS
+        Some(errno) => errno == libc::EAGAIN,
         None => e.kind() == io::ErrorKind::WouldBlock,
     }
 }
