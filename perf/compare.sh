@@ -152,8 +152,11 @@ fi
 # Allocations of a 4-server multi-get of 100 keys with the Prometheus recorder installed and
 # without (tests/allocations_live.rs counts them with a counting global allocator).
 echo "get_multi: allocations with and without a metrics recorder ..." >&2
-allocs=$(cd .. && CI=1 cargo test --release --quiet --all-features --test allocations_live -- --nocapture 2>&1 \
-    | sed -n 's/^4 servers, 100 keys: \([0-9]*\) with a recorder, \([0-9]*\) without$/\1 \2/p' | head -1)
+# The whole output first, then the first match (`sed -n 1p` reads to the end): `head -1`
+# closed the pipe while the test still printed, which failed the test's print and the run.
+allocs_out=$(cd .. && CI=1 cargo test --release --quiet --all-features --test allocations_live -- --nocapture 2>&1)
+allocs=$(printf '%s\n' "$allocs_out" \
+    | sed -n 's/^4 servers, 100 keys: \([0-9]*\) with a recorder, \([0-9]*\) without$/\1 \2/p' | sed -n 1p)
 if [ -n "$allocs" ]; then
     echo "allocs.metrics	${allocs% *}" >> "$metrics"
     echo "allocs.plain	${allocs#* }" >> "$metrics"
