@@ -90,9 +90,9 @@ impl ReadTimer {
 }
 
 /// Whether `a` and `b` wake the same way: the same data and the same functions. Not
-/// `Waker::will_wake`, which also asks for the same vtable address: tokio's `block_on` polls with a waker whose clone has an equal vtable at
-/// another address, so `will_wake` alone never holds there (tokio 1.54, `#[tokio::main]`'s
-/// body among them).
+/// `Waker::will_wake`, which also asks for the same vtable address: tokio's `block_on` polls
+/// with a waker whose clone has an equal vtable at another address, so `will_wake` never
+/// holds there (tokio 1.54; `#[tokio::main]`'s body is such a `block_on`).
 #[inline]
 fn same_task(a: &Waker, b: &Waker) -> bool {
     a.data() == b.data() && a.vtable() == b.vtable()
