@@ -63,14 +63,11 @@ fn one(spans: &[SpanData], op: &str, server: &Memcached, extra: &[(&str, &str)])
     }
 }
 
-/// A multi-key command's spans: the parent named `op` with `keys` keys, and one child per
-/// server in `servers`, each the parent's child; returns the parent's attributes.
-fn family(
-    spans: &[SpanData],
-    op: &str,
-    keys: usize,
-    servers: &[&Memcached],
-) -> HashMap<String, String> {
+/// A multi-key command's spans: the parent named `op`, and one child per server of `homes`
+/// (`ip:port` to the number of the command's keys that live there), each the parent's child
+/// and counting that server's keys; returns the parent's attributes.
+fn family(spans: &[SpanData], op: &str, homes: &HashMap<String, usize>) -> HashMap<String, String> {
+    let keys: usize = homes.values().sum();
     let parents: Vec<_> = spans
         .iter()
         .filter(|s| s.parent_span_id == SpanId::INVALID)
@@ -103,9 +100,12 @@ fn family(
         .iter()
         .filter(|s| s.parent_span_id != SpanId::INVALID)
         .collect();
-    assert_eq!(children.len(), servers.len(), "{op}: a child per server");
-    let mut seen = Vec::new();
-    let mut counted = 0;
+    assert_eq!(
+        children.len(),
+        homes.len(),
+        "{op}: a child per server in {summary:?}"
+    );
+    let mut seen = HashMap::new();
     for c in &children {
         assert_eq!(
             c.parent_span_id,
@@ -117,15 +117,33 @@ fn family(
         assert_eq!(c.span_kind, SpanKind::Client);
         let ca = attrs(c);
         assert_eq!(ca["db.operation.name"], op);
-        counted += ca["db.memcached.key_count"].parse::<usize>().unwrap();
-        seen.push(format!("{}:{}", ca["server.address"], ca["server.port"]));
+        let count = ca["db.memcached.key_count"].parse::<usize>().unwrap();
+        seen.insert(
+            format!("{}:{}", ca["server.address"], ca["server.port"]),
+            count,
+        );
     }
-    assert_eq!(counted, keys, "{op}: every key in one child");
-    seen.sort();
-    let mut want: Vec<String> = servers.iter().map(|s| s.addr()).collect();
-    want.sort();
-    assert_eq!(seen, want, "{op}: a child for each server");
+    assert_eq!(&seen, homes, "{op}: a child for each server, with its keys");
     pa
+}
+
+/// Where each of `keys` lives, as `family` wants it: a stored key is looked up on the
+/// servers themselves, a missing one (`misses`) on the ring.
+fn homes(
+    servers: &[Memcached],
+    ring: &memshard::Ring,
+    stored: &[String],
+    misses: &[String],
+) -> HashMap<String, usize> {
+    let mut homes = HashMap::new();
+    for k in stored {
+        *homes.entry(owner(servers, k).addr()).or_default() += 1;
+    }
+    for k in misses {
+        let addr = &ring.server_for(k.as_bytes()).expect("a server").addr;
+        *homes.entry(addr.to_string()).or_default() += 1;
+    }
+    homes
 }
 
 /// The failed command's span: error status and `error.type`.
@@ -201,7 +219,6 @@ fn blocking(servers: &[Memcached], list: &str, closed: &str) {
 
     let keys: Vec<String> = (0..30).map(|i| format!("otel:b:{i}")).collect();
     let items: Vec<(&String, &str)> = keys.iter().map(|k| (k, "v")).collect();
-    let all: Vec<&Memcached> = servers.iter().collect();
     let spans = spans_of(|| {
         assert!(
             client
@@ -210,9 +227,15 @@ fn blocking(servers: &[Memcached], list: &str, closed: &str) {
                 .all(Result::is_ok)
         )
     });
-    family(&spans, "set_multi", 20, &all);
+    let ring = client.ring();
+    family(
+        &spans,
+        "set_multi",
+        &homes(servers, &ring, &keys[..20], &[]),
+    );
     let spans = spans_of(|| assert_eq!(client.get_multi(&keys).len(), 30));
-    let pa = family(&spans, "get_multi", 30, &all);
+    let all = homes(servers, &ring, &keys[..20], &keys[20..]);
+    let pa = family(&spans, "get_multi", &all);
     assert_eq!(pa["db.memcached.hit_count"], "20");
     assert_eq!(pa["db.memcached.miss_count"], "10");
     assert_eq!(
@@ -282,14 +305,19 @@ fn nonblocking(servers: &[Memcached], list: &str, closed: &str) {
 
     let keys: Vec<String> = (0..30).map(|i| format!("otel:a:{i}")).collect();
     let items: Vec<(&String, &str)> = keys.iter().map(|k| (k, "v")).collect();
-    let all: Vec<&Memcached> = servers.iter().collect();
     let spans = spans_of(|| {
         let stored = rt.block_on(client.set_multi(&items[..20], 0, Expiry::NEVER));
         assert!(stored.iter().all(Result::is_ok));
     });
-    family(&spans, "set_multi", 20, &all);
+    let ring = client.ring();
+    family(
+        &spans,
+        "set_multi",
+        &homes(servers, &ring, &keys[..20], &[]),
+    );
     let spans = spans_of(|| assert_eq!(rt.block_on(client.get_multi(&keys)).len(), 30));
-    let pa = family(&spans, "get_multi", 30, &all);
+    let all = homes(servers, &ring, &keys[..20], &keys[20..]);
+    let pa = family(&spans, "get_multi", &all);
     assert_eq!(pa["db.memcached.hit_count"], "20");
     assert_eq!(pa["db.memcached.miss_count"], "10");
 
