@@ -8,7 +8,6 @@ use crate::core::Core;
 use crate::core::exchange::{Exchange, Retrieve, Single};
 use crate::core::failure::call::{Call, Failed, after_failure};
 use crate::core::large;
-use crate::core::route::finish;
 use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
 use crate::error::{Error, Result};
@@ -399,7 +398,7 @@ impl Client {
             batch.place_hits(&self.core, &mut out, gi, &mut ex, r.err().as_ref());
         }
         span.close(tally);
-        finish(out)
+        out
     }
 
     /// Each exchange with its server, all concurrently; the exchanges back with their

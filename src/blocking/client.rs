@@ -12,7 +12,6 @@ use crate::core::failure::call::{Failed, after_failure};
 use crate::core::item_limit;
 use crate::core::large;
 use crate::core::ops::{self, Get};
-use crate::core::route::finish;
 use crate::core::transport::now;
 use crate::core::transport::{Transport, Work};
 use crate::core::view::Member;
@@ -310,7 +309,7 @@ impl Client {
             batch.place_hits(&self.core, &mut out, gi, ex, r.err().as_ref());
         }
         span.close(tally);
-        finish(out)
+        out
     }
 
     /// Read the replies of `m`'s group on `conn` (where `ex` was started and `wrote` its

@@ -5,6 +5,9 @@ use super::Core;
 use super::exchange::Retrieve;
 use super::failure::eject::ServerPool;
 use super::route::{Group, finish};
+
+/// A multi-get's results, one per input key: a miss until a value (or an error) is placed.
+pub(crate) type Answers = Vec<Result<Option<Item>>>;
 use crate::error::{Error, Result};
 use crate::outcome::Item;
 use crate::proto::{Request, StoreCommand};
@@ -85,7 +88,7 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
     pub(crate) fn place_hits(
         &self,
         core: &Core<P>,
-        out: &mut Slots<Option<Item>>,
+        out: &mut [Result<Option<Item>>],
         gi: usize,
         ex: &mut Retrieve<'_>,
         err: Option<&Error>,
@@ -103,16 +106,18 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
             let found = hits.iter().filter(|h| h.is_some()).count();
             core.hits(&g.member, found, g.idx.len());
         }
+        // A slot is a miss until here: only hits and errors are written (moving every key's
+        // 88-byte result into a slot of options, and unwrapping them all at the end, was ~90 of
+        // a 100-key multi-get's ~1,540 instructions a key, callgrind).
         for (j, (&i, hit)) in g.idx.iter().zip(hits).enumerate() {
-            out[i] = Some(match err {
-                Some(e) if j >= answered => Err(e.clone()),
-                _ => {
-                    if let Some(item) = &hit {
-                        core.near_keep(self.keys[i], item);
-                    }
-                    Ok(hit)
+            match (err, hit) {
+                (Some(e), _) if j >= answered => out[i] = Err(e.clone()),
+                (_, Some(item)) => {
+                    core.near_keep(self.keys[i], &item);
+                    out[i] = Ok(Some(item));
                 }
-            });
+                (_, None) => {}
+            }
         }
     }
 }
@@ -124,13 +129,10 @@ impl<P: ServerPool> Core<P> {
     pub(crate) fn read_batch<'k, K: AsRef<[u8]>>(
         &self,
         keys: &'k [K],
-    ) -> (Batch<'k, P, Option<Item>>, Slots<Option<Item>>) {
+    ) -> (Batch<'k, P, Option<Item>>, Answers) {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        let mut out: Slots<Option<Item>> = keys
-            .iter()
-            .map(|k| self.near_lookup(k).map(|item| Ok(Some(item))))
-            .collect();
-        let groups = self.group(&keys, &mut out, false);
+        let mut out: Answers = keys.iter().map(|k| Ok(self.near_lookup(k))).collect();
+        let groups = self.group(&keys, &mut out[..], false);
         let batch = Batch {
             keys,
             values: Vec::new(),
@@ -145,7 +147,7 @@ impl<P: ServerPool> Core<P> {
     pub(crate) fn delete_batch<'k, K: AsRef<[u8]>, T>(&self, keys: &'k [K]) -> Batch<'k, P, T> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
         let mut out = slots(keys.len());
-        let groups = self.group(&keys, &mut out, true);
+        let groups = self.group(&keys, &mut out[..], true);
         Batch {
             keys,
             values: Vec::new(),
@@ -168,7 +170,7 @@ impl<P: ServerPool> Core<P> {
             .iter()
             .map(|v| self.keys.check_value(v).err().map(Err))
             .collect();
-        let groups = self.group(&keys, &mut out, true);
+        let groups = self.group(&keys, &mut out[..], true);
         Batch {
             keys,
             values,
@@ -233,7 +235,7 @@ mod tests {
             after: Duration::from_secs(1),
         };
         batch.place_hits(&core, &mut out, 0, &mut ex, Some(&err));
-        let got: Vec<Result<Option<Item>>> = out.into_iter().map(|o| o.expect("filled")).collect();
+        let got = out;
         assert!(
             matches!(&got[0], Ok(Some(i)) if i.value == b"x"[..]),
             "{:?}",

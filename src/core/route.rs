@@ -28,6 +28,38 @@ impl<P> Group<'_, P> {
     }
 }
 
+/// The results of a multi-key operation as [`Core::group`] sees them: which keys are decided
+/// before routing, and where a key that cannot be routed gets its error.
+pub(crate) trait Outcomes {
+    /// Key `i` has its result already (a near-cache hit): it is not routed.
+    fn decided(&self, i: usize) -> bool;
+    /// Key `i` fails with `e`, without a request.
+    fn fail(&mut self, i: usize, e: Error);
+}
+
+/// A write's slots: empty until decided.
+impl<T> Outcomes for [Option<Result<T>>] {
+    fn decided(&self, i: usize) -> bool {
+        self[i].is_some()
+    }
+
+    fn fail(&mut self, i: usize, e: Error) {
+        self[i] = Some(Err(e));
+    }
+}
+
+/// A multi-get's results: a miss until a value is found; decided before routing only by a
+/// near-cache hit.
+impl Outcomes for [Result<Option<crate::Item>>] {
+    fn decided(&self, i: usize) -> bool {
+        matches!(self[i], Ok(Some(_)))
+    }
+
+    fn fail(&mut self, i: usize, e: Error) {
+        self[i] = Err(e);
+    }
+}
+
 fn no_points() -> Error {
     Error::Config("the ring has no points".into())
 }
@@ -93,16 +125,16 @@ impl<P> Core<P> {
     /// `out` at once, the rest are grouped by server on one view: each group's input indexes
     /// and wire keys, in input order. `write`: the keys are written
     /// or deleted (recorded for an ejected owner).
-    pub(crate) fn group<'k, T>(
+    pub(crate) fn group<'k>(
         &self,
         keys: &[&'k [u8]],
-        out: &mut [Option<Result<T>>],
+        out: &mut (impl Outcomes + ?Sized),
         write: bool,
     ) -> Vec<Group<'k, P>> {
         let mut wires: Vec<Option<Cow<'k, [u8]>>> = Vec::with_capacity(keys.len());
         let mut valid: Vec<usize> = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
-            if out[i].is_some() {
+            if out.decided(i) {
                 wires.push(None);
                 continue;
             }
@@ -112,7 +144,7 @@ impl<P> Core<P> {
                     valid.push(i);
                 }
                 Err(e) => {
-                    out[i] = Some(Err(e));
+                    out.fail(i, e);
                     wires.push(None);
                 }
             }
@@ -157,7 +189,7 @@ impl<P> Core<P> {
                 continue;
             };
             let Some(slot) = by_member.get_mut(owner[i]) else {
-                out[i] = Some(Err(no_points()));
+                out.fail(i, no_points());
                 continue;
             };
             let g = slot.get_or_insert_with(|| Group {
@@ -258,7 +290,7 @@ mod tests {
         assert_eq!(keys.len(), 20, "20 keys of server 0");
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let mut out: Vec<Option<crate::Result<()>>> = refs.iter().map(|_| None).collect();
-        let groups = core.group(&refs, &mut out, true);
+        let groups = core.group(&refs, &mut out[..], true);
         assert!(groups.iter().all(|g| !Arc::ptr_eq(&g.member, &c)));
         let mut copies = 0;
         for (addr, todo) in c.rejoin.pending_copies() {
