@@ -62,8 +62,8 @@ pub(crate) fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
 }
 
 /// The padded one-block messages, word by word, lane by lane.
-fn blocks(inputs: [&[u8]; 4]) -> [Lanes; 16] {
-    let mut m = [[0u32; 4]; 16];
+pub(super) fn blocks<const N: usize>(inputs: [&[u8]; N]) -> [[u32; N]; 16] {
+    let mut m = [[0u32; N]; 16];
     for (lane, data) in inputs.iter().enumerate() {
         for (w, word) in padded(data).into_iter().enumerate() {
             m[w][lane] = word;

@@ -11,6 +11,7 @@ pub mod hash;
 mod java;
 mod md5_key;
 pub(crate) mod md5x4;
+pub(crate) mod md5x8;
 mod rendezvous;
 pub mod servers;
 mod spy_node;
@@ -407,14 +408,27 @@ impl Ring {
         }
 
         let batchable = self.routes_by_md5();
+        let one_block = |ks: &[&[u8]]| {
+            ks.iter()
+                .all(|k| self.tagged(k).len() <= crate::ring::md5x4::MAX_ONE_BLOCK)
+        };
         let mut i = 0;
+        if batchable && crate::ring::md5x8::available() {
+            while i + 8 <= keys.len() && one_block(&keys[i..i + 8]) {
+                let ks: [&[u8]; 8] = std::array::from_fn(|j| self.tagged(keys[i + j]));
+                let Some(hashes) = crate::ring::md5x8::md5_first_words(ks) else {
+                    break;
+                };
+                for (j, h) in hashes.into_iter().enumerate() {
+                    if let Some(s) = self.route_hash(h) {
+                        f(i + j, s);
+                    }
+                }
+                i += 8;
+            }
+        }
         while i < keys.len() {
-            if batchable
-                && i + 4 <= keys.len()
-                && keys[i..i + 4]
-                    .iter()
-                    .all(|k| self.tagged(k).len() <= crate::ring::md5x4::MAX_ONE_BLOCK)
-            {
+            if batchable && i + 4 <= keys.len() && one_block(&keys[i..i + 4]) {
                 let ks: [&[u8]; 4] = std::array::from_fn(|j| self.tagged(keys[i + j]));
                 let hashes = crate::ring::md5x4::md5_first_words(ks);
                 for (j, h) in hashes.into_iter().enumerate() {
