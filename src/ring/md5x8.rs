@@ -13,7 +13,7 @@ pub(crate) fn md5_first_words(inputs: [&[u8]; 8]) -> Option<[u32; 8]> {
     if std::arch::is_x86_feature_detected!("avx2") {
         let m = blocks(inputs);
         // SAFETY: `rounds` needs AVX2, which the CPU was just found to have.
-        let first = unsafe { avx2::rounds::<false>(&m) }[1];
+        let first = unsafe { avx2::first_words(&m) };
         return Some(first.map(|a| a.wrapping_add(INIT[0])));
     }
     let _ = inputs;
@@ -39,9 +39,10 @@ mod avx2 {
 
     type Lanes = [u32; 8];
 
-    /// All 64 steps (`ALL`), or the first 61, after which the first word is in place 1.
+    /// The first 61 steps, after which the first digest word is final, in place 1 (see
+    /// `super::super::md5_key`); that word of each lane.
     #[target_feature(enable = "avx2")]
-    pub(super) fn rounds<const ALL: bool>(m: &[Lanes; 16]) -> [Lanes; 4] {
+    pub(super) fn first_words(m: &[Lanes; 16]) -> Lanes {
         let m: [__m256i; 16] = std::array::from_fn(|w| {
             let [l0, l1, l2, l3, l4, l5, l6, l7] = m[w].map(|x| x as i32);
             _mm256_set_epi32(l7, l6, l5, l4, l3, l2, l1, l0)
@@ -50,21 +51,17 @@ mod avx2 {
         super::rounds!(st, m; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25
             26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53
             54 55 56 57 58 59 60);
-        if ALL {
-            super::rounds!(st, m; 61 62 63);
-        }
-        st.map(|v| {
-            [
-                _mm256_extract_epi32::<0>(v) as u32,
-                _mm256_extract_epi32::<1>(v) as u32,
-                _mm256_extract_epi32::<2>(v) as u32,
-                _mm256_extract_epi32::<3>(v) as u32,
-                _mm256_extract_epi32::<4>(v) as u32,
-                _mm256_extract_epi32::<5>(v) as u32,
-                _mm256_extract_epi32::<6>(v) as u32,
-                _mm256_extract_epi32::<7>(v) as u32,
-            ]
-        })
+        let v = st[1];
+        [
+            _mm256_extract_epi32::<0>(v) as u32,
+            _mm256_extract_epi32::<1>(v) as u32,
+            _mm256_extract_epi32::<2>(v) as u32,
+            _mm256_extract_epi32::<3>(v) as u32,
+            _mm256_extract_epi32::<4>(v) as u32,
+            _mm256_extract_epi32::<5>(v) as u32,
+            _mm256_extract_epi32::<6>(v) as u32,
+            _mm256_extract_epi32::<7>(v) as u32,
+        ]
     }
 
     #[target_feature(enable = "avx2")]

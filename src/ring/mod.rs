@@ -641,11 +641,17 @@ mod tests {
         assert!(check_points(&heavy(50_001), Flavor::MemshardWeighted).is_err());
     }
 
-    /// Batches of every length from 0 to 9 (the md5 path takes four keys at a time, so short
-    /// batches and the tail after the last four go key by key) route as `route` does.
+    /// Batches of every length from 0 to 20 (the md5 path takes eight or four keys at a
+    /// time, so short batches and the tail go key by key; a key over one md5 block, here the
+    /// sixth and the eighteenth, goes alone) route as `route` does.
     #[test]
     fn route_each_takes_batches_of_any_length() {
-        let keys: Vec<Vec<u8>> = (0..9).map(|i| format!("k{i}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..20)
+            .map(|i| match i {
+                5 | 17 => format!("k{i}:{}", "x".repeat(60)).into_bytes(),
+                _ => format!("k{i}").into_bytes(),
+            })
+            .collect();
         for f in [
             Flavor::Libmemcached,
             Flavor::LibmemcachedModula,
