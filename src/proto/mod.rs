@@ -15,5 +15,6 @@ mod reply;
 mod request;
 
 pub use key::{KeyError, MAX_KEY_LEN, validate_key};
+pub(crate) use reply::parse_value_of;
 pub use reply::{MAX_LINE, ParseError, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval};
 pub use request::{Request, StoreCommand};

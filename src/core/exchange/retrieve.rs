@@ -7,7 +7,7 @@ use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
 use crate::outcome::Item;
 use crate::proto::meta::{MetaFlag, MetaItem, MetaRequest, MetaStatus};
-use crate::proto::{Parsed, Request, RetrievalItem, parse_retrieval};
+use crate::proto::{Parsed, Request, RetrievalItem, parse_retrieval, parse_value_of};
 use std::ops::Range;
 
 /// A retrieval of `keys` (as sent) from one server. [`Retrieve::take_hits`] holds one entry
@@ -279,12 +279,21 @@ impl Retrieve<'_> {
     fn read_text(&mut self, rb: &ReadBuf, ctx: &Ctx, read: &mut usize) -> Result<Step<()>> {
         loop {
             let bytes = &rb.unread()[*read..];
-            let (item, used) = match parse_retrieval(bytes, ctx.max_value)? {
+            let base = self.start;
+            let batch = &self.keys[base..self.end];
+            // the next key asked is the one a value most likely answers (a hit)
+            let expected = batch
+                .get(self.next)
+                .and_then(|k| parse_value_of(bytes, k, ctx.max_value));
+            let known = expected.is_some();
+            let parsed = match expected {
+                Some(p) => p?,
+                None => parse_retrieval(bytes, ctx.max_value)?,
+            };
+            let (item, used) = match parsed {
                 Parsed::Incomplete => return Ok(Step::Read),
                 Parsed::Done(item, used) => (item, used),
             };
-            let base = self.start;
-            let batch = &self.keys[base..self.end];
             match item {
                 RetrievalItem::Value {
                     key,
@@ -292,11 +301,13 @@ impl Retrieve<'_> {
                     data,
                     cas,
                 } => {
-                    let k = &bytes[key];
-                    let Some(at) = batch[self.next..].iter().position(|w| *w == k) else {
-                        return Err(not_asked(k, batch, ctx.server));
-                    };
-                    self.next += at;
+                    if !known {
+                        let k = &bytes[key];
+                        let Some(at) = batch[self.next..].iter().position(|w| *w == k) else {
+                            return Err(not_asked(k, batch, ctx.server));
+                        };
+                        self.next += at;
+                    }
                     let data = *read + data.start..*read + data.end;
                     self.queue((base + self.next, data, flags, cas));
                     self.next += 1;
