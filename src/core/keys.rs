@@ -23,6 +23,8 @@ const KEPT: usize = 212;
 /// `wire` as sent when it is longer than memcached accepts: its first 212 bytes, cut back to
 /// a UTF-8 character boundary, `:md5:` and the md5 hex of the whole of it (dalli's rule, which
 /// counts characters; the same key for an ASCII key).
+#[cold]
+#[inline(never)]
 pub(crate) fn shortened(wire: &[u8]) -> Vec<u8> {
     let mut cut = KEPT.min(wire.len());
     // a UTF-8 continuation byte (0b10xx_xxxx) would split a character
