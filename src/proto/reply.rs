@@ -314,6 +314,7 @@ fn header_after_key(buf: &[u8], key_len: usize, rest: &[u8]) -> Option<ValueHead
 /// line not all here), which `parse_retrieval` then reads. A multi-get's values come in the
 /// order of its keys, so knowing the key skips the search for its end and the check of which
 /// key came.
+#[inline(always)]
 pub(crate) fn parse_value_of(
     buf: &[u8],
     key: &[u8],
