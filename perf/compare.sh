@@ -237,7 +237,7 @@ if [ "$write" = 1 ]; then
             echo "a client can only save its own system calls: memshard makes one more than the raw loop"
             echo "per checkout (the idle check's non-blocking peek, which keeps a connection with stray"
             echo "bytes or closed by the server out of use). A 100-key get_multi spends part of its"
-            echo "CPU (the share above) in user space: hashing the keys (md5, 4 at a time) and parsing the replies (values"
+            echo "CPU (the share above) in user space: hashing the keys (md5, 8 at a time with AVX2, else 4) and parsing the replies (values"
             echo "are slices of the read buffer, not copies); the raw loop does neither (its owners and"
             echo "requests are precomputed and it does not parse values). The rest of the CPU gap is"
             echo "system calls: per server one idle check besides the send and the read, 12 calls for"
