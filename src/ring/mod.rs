@@ -642,16 +642,19 @@ mod tests {
     }
 
     /// Batches of every length from 0 to 20 (the md5 path takes eight or four keys at a
-    /// time, so short batches and the tail go key by key; a key over one md5 block, here the
-    /// sixth and the eighteenth, goes alone) route as `route` does.
+    /// time, so short batches and the tail go key by key; a key over one md5 block goes
+    /// alone: here four in a row, of 56 to 59 bytes, after eight short ones, and one more of
+    /// 64) route as `route` does.
     #[test]
     fn route_each_takes_batches_of_any_length() {
         let keys: Vec<Vec<u8>> = (0..20)
             .map(|i| match i {
-                5 | 17 => format!("k{i}:{}", "x".repeat(60)).into_bytes(),
+                9..=12 => format!("k{i:02}:{}", "x".repeat(i + 43)).into_bytes(),
+                17 => format!("k{i}:{}", "x".repeat(60)).into_bytes(),
                 _ => format!("k{i}").into_bytes(),
             })
             .collect();
+        assert!(keys[9..=12].iter().all(|k| (56..60).contains(&k.len())));
         for f in [
             Flavor::Libmemcached,
             Flavor::LibmemcachedModula,
