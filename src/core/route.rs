@@ -217,7 +217,56 @@ pub(crate) fn finish<T>(out: Vec<Option<Result<T>>>) -> Vec<Result<T>> {
 
 #[cfg(test)]
 mod tests {
+    use super::Outcomes;
     use crate::core::failure::probe::tests::{core, eject};
+    use crate::{Error, Item};
+
+    /// Keys decided before routing are not routed, a key that cannot be sent gets its error
+    /// and no group, and the rest are grouped: for a write's slots and a multi-get's results.
+    #[test]
+    fn grouping_skips_decided_keys_and_fails_invalid_ones() {
+        let core = core(100);
+        let keys: [&[u8]; 4] = [b"a", b"bad key", b"c", b"d"];
+        let grouped = |groups: &[super::Group<'_, _>]| {
+            let mut idx: Vec<usize> = groups.iter().flat_map(|g| g.idx.clone()).collect();
+            idx.sort();
+            idx
+        };
+        let mut slots: Vec<Option<crate::Result<()>>> = vec![None, None, Some(Ok(())), None];
+        let groups = core.group(&keys, &mut slots[..], true);
+        assert_eq!(grouped(&groups), [0, 3]);
+        assert!(
+            matches!(slots[1], Some(Err(Error::InvalidKey { .. }))),
+            "{slots:?}"
+        );
+        assert!(matches!(slots[2], Some(Ok(()))));
+        assert!(slots[0].is_none() && slots[3].is_none());
+
+        let near = Item::new(b"v".to_vec(), 0, None);
+        let mut answers: Vec<crate::Result<Option<Item>>> =
+            vec![Ok(None), Ok(None), Ok(Some(near)), Ok(None)];
+        let groups = core.group(&keys, &mut answers[..], false);
+        assert_eq!(grouped(&groups), [0, 3]);
+        assert!(
+            matches!(answers[1], Err(Error::InvalidKey { .. })),
+            "{answers:?}"
+        );
+        assert!(matches!(&answers[2], Ok(Some(i)) if i.value == b"v"[..]));
+    }
+
+    /// A multi-get's result is decided only by a value: a miss and an error are not.
+    #[test]
+    fn only_a_value_decides_a_multi_get_result() {
+        let mut answers: Vec<crate::Result<Option<Item>>> = vec![
+            Ok(Some(Item::new(b"v".to_vec(), 0, None))),
+            Ok(None),
+            Err(Error::Config("x".into())),
+        ];
+        let decided: Vec<bool> = (0..3).map(|i| answers[..].decided(i)).collect();
+        assert_eq!(decided, [true, false, false]);
+        answers[..].fail(1, Error::Config("y".into()));
+        assert!(matches!(&answers[1], Err(Error::Config(m)) if m == "y"));
+    }
     use crate::core::failure::rejoin::Cleanup;
     use std::sync::Arc;
     use std::time::Instant;
