@@ -413,7 +413,8 @@ impl Ring {
                 .all(|k| self.tagged(k).len() <= crate::ring::md5x4::MAX_ONE_BLOCK)
         };
         let mut i = 0;
-        if batchable && crate::ring::md5x8::available() {
+        if batchable {
+            // on a CPU without AVX2 the first call says so, and the four-lane loop takes over
             while i + 8 <= keys.len() && one_block(&keys[i..i + 8]) {
                 let ks: [&[u8]; 8] = std::array::from_fn(|j| self.tagged(keys[i + j]));
                 let Some(hashes) = crate::ring::md5x8::md5_first_words(ks) else {
