@@ -206,6 +206,8 @@ trait Zoned {
     fn set_all(&self, keys: &[String], value: &str);
     fn read_all(&self, keys: &[String]) -> Vec<Option<Vec<u8>>>;
     fn set_one(&self, key: &str, value: &str) -> memshard::Result<()>;
+    /// Servers held out of the route's pools (down, or not yet cleaned after a repair).
+    fn down(&self) -> usize;
 }
 
 impl Zoned for memshard::Router {
@@ -227,6 +229,11 @@ impl Zoned for memshard::Router {
 
     fn set_one(&self, key: &str, value: &str) -> memshard::Result<()> {
         self.set(key, value, Expiry::NEVER).map(drop)
+    }
+
+    fn down(&self) -> usize {
+        let pools = self.pool_names().into_iter().filter_map(|n| self.pool_named(n));
+        pools.map(|p| p.down_servers().len()).sum()
     }
 }
 
@@ -261,6 +268,12 @@ impl Zoned for Async {
         self.1
             .block_on(self.0.set(key, value, Expiry::NEVER))
             .map(drop)
+    }
+
+    fn down(&self) -> usize {
+        let r = &self.0;
+        let pools = r.pool_names().into_iter().filter_map(|n| r.pool_named(n));
+        pools.map(|p| p.down_servers().len()).sum()
     }
 }
 
@@ -329,6 +342,11 @@ fn zone_scenario(servers: &[Memcached], route: &dyn Zoned, all: &dyn Zoned, tag:
         got.iter().all(|v| v.as_deref() == Some(fresh.as_bytes())),
         "a stale value from the zone that was stopped"
     );
+    // The stopped zone's servers are cleaned twice before they rejoin; a cleaning still to
+    // come would delete keys the next scenario writes.
+    common::wait_until("the stopped zone rejoins", Duration::from_secs(30), || {
+        route.down() + all.down() == 0
+    });
     for s in servers {
         s.raw(b"flush_all\r\n", b"OK\r\n");
     }

@@ -15,6 +15,7 @@
 mod common;
 mod either;
 
+use common::proxy::{FaultProxy, Mode};
 use common::servers::{Cluster, Memcached, require};
 use common::{decode, value_for};
 use either::Api;
@@ -205,7 +206,11 @@ fn scenario(name: &str, c: &Cluster, api: &Api) -> Outcome {
 }
 
 fn cluster() -> Option<Cluster> {
-    require("memcached").then(|| Cluster::on_free_ports(&[1, 1, 1, 1]))
+    cluster_of(4)
+}
+
+fn cluster_of(n: usize) -> Option<Cluster> {
+    require("memcached").then(|| Cluster::on_free_ports(&vec![1; n]))
 }
 
 #[cfg(feature = "async")]
@@ -243,6 +248,103 @@ fn check_flushed(out: &Outcome) {
         out.untouched_kept, 0,
         "over the bound, the returned server is flushed"
     );
+}
+
+/// A write sent before the outage whose reply timed out lands on the server after its first
+/// cleaning deleted the key: held back until then by a proxy, as a stopped server's socket
+/// buffer holds it. Its value is older than the one written on the fallback since, so the
+/// server must clean again before it takes reads: the client then reads the newest value or
+/// a miss, never the late one. (The proxy holds every connection opened before the server
+/// came back, so the write cannot reach it on a new connection either.)
+fn late_write(name: &str, c: &Cluster, api: &Api, proxy: &FaultProxy) {
+    let proxied = proxy.addr_string();
+    let key = (0..)
+        .map(|i| format!("{name}:late:{i}"))
+        .find(|k| api.owner(k) == proxied)
+        .expect("a key of the proxied server");
+    api.set(&key, "v0");
+
+    proxy.state.set(Mode::Stall);
+    let late = api.try_set(&key, "late");
+    assert!(late.is_err(), "the set times out: {late:?}");
+    common::wait_until("the stalled server is ejected", DEADLINE, || {
+        api.down().iter().any(|s| s.addr == proxied)
+    });
+    api.set(&key, "newest");
+
+    let server = &c.servers[0];
+    let deletes = |s: &Memcached| s.stat("delete_hits") + s.stat("delete_misses");
+    let before = deletes(server);
+    proxy.state.pass_new_only();
+    common::wait_until("the first cleaning deletes the key", DEADLINE, || {
+        server.stat("delete_hits") >= 1
+    });
+    proxy.state.release_held();
+    common::wait_until("the late set lands", DEADLINE, || {
+        server.raw_get(key.as_bytes()).as_deref() == Some(&b"late"[..])
+    });
+    common::wait_until("the server is back", DEADLINE, || api.down().is_empty());
+    let read = api.get(&key);
+    println!(
+        "{name}: {} deletes while it came back; then read {:?}",
+        deletes(server) - before,
+        read.as_deref().map(String::from_utf8_lossy)
+    );
+    assert!(
+        read.is_none() || read.as_deref() == Some(&b"newest"[..]),
+        "the late write is read: {read:?}"
+    );
+    assert_eq!(server.raw_get(key.as_bytes()), None, "cleaned again");
+}
+
+/// Two servers, the first behind a proxy; a retry timeout long enough that the late write
+/// lands between the two cleanings.
+fn late_write_setup() -> Option<(Cluster, FaultProxy, String)> {
+    let c = cluster_of(2)?;
+    let proxy = FaultProxy::start(c.servers[0].sock());
+    let list = format!("{} 1\n{} 1\n", proxy.addr_string(), c.servers[1].addr());
+    Some((c, proxy, list))
+}
+
+fn late_policy() -> FailurePolicy {
+    FailurePolicy::new(1, Duration::from_secs(1), true)
+}
+
+#[test]
+fn blocking_a_late_write_is_cleaned_before_the_rejoin() {
+    let Some((c, proxy, list)) = late_write_setup() else {
+        return;
+    };
+    let client = Client::builder()
+        .server_list(&list)
+        .expect("server list")
+        .failure_policy(late_policy())
+        .read_timeout(Duration::from_millis(200))
+        .build()
+        .expect("build");
+    late_write("blocking", &c, &Api::Blocking(client), &proxy);
+}
+
+#[cfg(feature = "async")]
+#[test]
+fn async_a_late_write_is_cleaned_before_the_rejoin() {
+    let Some((c, proxy, list)) = late_write_setup() else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = rt.block_on(async {
+        memshard::aio::Client::builder()
+            .server_list(&list)
+            .expect("server list")
+            .failure_policy(late_policy())
+            .read_timeout(Duration::from_millis(200))
+            .build()
+    });
+    late_write("async", &c, &Api::Async(client.expect("build"), rt), &proxy);
 }
 
 #[test]

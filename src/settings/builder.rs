@@ -500,7 +500,8 @@ impl<C> Builder<C> {
 
     /// With auto-eject, the keys written or deleted elsewhere while a server is out that are
     /// remembered for it, at most: when it returns they are deleted on it before it takes reads
-    /// again, so that it never serves the old copies it kept. Past this bound it is flushed
+    /// again (twice, a retry timeout apart, for writes that land late), so that it never
+    /// serves the old copies it kept. Past this bound it is flushed
     /// (`flush_all`) before it rejoins instead, losing its other data too (see
     /// the rejoin cleanup). Default: [`DEFAULT_REJOIN_LIMIT`] (100,000 keys per server).
     pub fn rejoin_limit(mut self, keys: usize) -> Self {

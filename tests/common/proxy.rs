@@ -39,6 +39,9 @@ pub struct State {
     pub connections: AtomicU64,
     /// Truncations done: a Truncate mode that met a reply and closed its connection.
     pub truncated: AtomicU64,
+    /// Connections with an id up to this one are held (both ways) whatever the mode, until
+    /// [`State::release_held`]: the bytes a stopped server's socket buffer would hold.
+    held_upto: AtomicU64,
     /// Id of the newest connection: truncation and corruption apply to it only, so a late
     /// reply on an abandoned connection cannot take the fault meant for the next request.
     latest: AtomicU64,
@@ -67,6 +70,20 @@ impl State {
             6 => Mode::AppendStray,
             _ => Mode::Pass,
         }
+    }
+    /// Pass again, for new connections only: every connection opened so far stays held, its
+    /// bytes (a request sent before, say) kept back until [`State::release_held`].
+    pub fn pass_new_only(&self) {
+        self.held_upto
+            .store(self.connections.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.set(Mode::Pass);
+    }
+    /// Forward what the held connections kept back, and everything after it.
+    pub fn release_held(&self) {
+        self.held_upto.store(0, Ordering::SeqCst);
+    }
+    fn holds(&self, id: u64) -> bool {
+        self.mode() == Mode::Stall || id <= self.held_upto.load(Ordering::SeqCst)
     }
     /// Corrupt the next server chunk with `bytes`.
     pub fn corrupt_next(&self, bytes: &[u8]) {
@@ -170,6 +187,7 @@ impl FaultProxy {
             to_server_bytes: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
+            held_upto: AtomicU64::new(0),
             latest: AtomicU64::new(0),
             inject: Mutex::new(Vec::new()),
             latest_client: Mutex::new(None),
@@ -231,7 +249,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool,
             close(&from, &to);
             return;
         }
-        if st.mode() == Mode::Stall {
+        if st.holds(id) {
             // hold: read nothing, forward nothing
             thread::sleep(Duration::from_millis(1));
             continue;
@@ -256,7 +274,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, st: Arc<State>, to_server: bool,
             }
         };
         // A chunk read just before a stall began is held too.
-        while st.mode() == Mode::Stall && !st.stop.load(Ordering::SeqCst) {
+        while st.holds(id) && !st.stop.load(Ordering::SeqCst) {
             thread::sleep(Duration::from_millis(1));
         }
         let mut data = &buf[..n];

@@ -15,12 +15,17 @@ pub enum Api {
 
 impl Api {
     pub fn set(&self, k: &str, v: &str) {
+        self.try_set(k, v)
+            .unwrap_or_else(|e| panic!("set {k}: {e}"));
+    }
+
+    pub fn try_set(&self, k: &str, v: &str) -> memshard::Result<()> {
         let r = match self {
             Api::Blocking(c) => c.set(k, v, Expiry::NEVER),
             #[cfg(feature = "async")]
             Api::Async(c, rt) => rt.block_on(c.set(k, v, Expiry::NEVER)),
         };
-        r.unwrap_or_else(|e| panic!("set {k}: {e}"));
+        r.map(drop)
     }
 
     pub fn add(&self, k: &str, v: &str) {

@@ -4,7 +4,10 @@
 //! 1. on a new connection to the server (kept for 2 and 4), `version`: it must answer;
 //! 2. with auto-eject, rounds of cleaning it: the keys written or deleted elsewhere while it
 //!    was out are deleted on it (or it is flushed, past the rejoin limit) ([`super::rejoin`]);
-//!    writes keep recording keys while a round runs, so up to [`CLEAN_ROUNDS`] of them;
+//!    writes keep recording keys while a round runs, so up to [`CLEAN_ROUNDS`] of them. The
+//!    first probe that cleans anything ends here, the server held down: the next probe, a
+//!    retry timeout later, cleans it all again (a write that timed out before the outage can
+//!    land late, see [`super::rejoin::RejoinLog::clean_again`]) and goes on;
 //! 3. each fallback that took copies of its keys, on a new connection: the copies are deleted
 //!    there (or the fallback is flushed, past the limit). A fallback that is down, or whose
 //!    connection or deletes fail, is taken out instead, the copies handed to its own rejoin
@@ -185,6 +188,13 @@ impl<'c, P: ServerPool> Rejoin<'c, P> {
                     cleaner,
                 };
             }
+        }
+        if self.member.rejoin.clean_again() {
+            // cleaned once: the next probe, a retry timeout from now, cleans it again
+            let (core, m) = (self.core, self.member);
+            m.health
+                .hold_down(&core.failures.policy, core.failures.epoch, Instant::now());
+            return Phase::Done;
         }
         self.sweeps = self.member.rejoin.pending_copies().into();
         self.next_sweep()
@@ -408,6 +418,35 @@ pub(crate) mod tests {
         core.current_ring().servers().len()
     }
 
+    /// The first probe of `c` with something to clean: `version`, the cleaning, and the end
+    /// of the probe, the server held down until its next one, everything it cleaned to be
+    /// cleaned again then, no fallback swept yet.
+    fn cleaned_once(core: &Core<NoPool>, c: &Arc<Member<NoPool>>) {
+        let before = sorted(&c.rejoin.pending());
+        assert_ne!(before, Cleanup::Nothing, "something to clean");
+        let copies = c.rejoin.pending_copies();
+        let serving = live(core);
+        let mut r = Rejoin::new(core, c);
+        r.ran(true);
+        assert_eq!(now(&r), Some((c.server.addr.clone(), Some(before.clone()))));
+        r.ran(true);
+        assert!(now(&r).is_none(), "the probe ends after the first cleaning");
+        assert!(c.health.is_down() && c.rejoin.is_out() && live(core) == serving);
+        assert!(
+            matches!(
+                c.health.availability(core.failures.epoch, Instant::now()),
+                crate::core::failure::health::Availability::Down(_)
+            ),
+            "held down until its next probe"
+        );
+        assert_eq!(
+            sorted(&c.rejoin.pending()),
+            before,
+            "all of it cleaned again"
+        );
+        assert_eq!(c.rejoin.pending_copies(), copies, "no fallback swept yet");
+    }
+
     #[test]
     fn the_fallbacks_are_swept_before_the_rejoin() {
         let core = core(1000);
@@ -423,6 +462,7 @@ pub(crate) mod tests {
         assert!(fallbacks.len() >= 2, "{fallbacks:?}");
         assert!(!fallbacks.contains(&c_addr));
 
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         assert_eq!(now(&r), Some((c_addr.clone(), None)), "version first");
         r.ran(true);
@@ -461,6 +501,7 @@ pub(crate) mod tests {
         let core = core(1000);
         let c = eject(&core, 0);
         let written = write(&core, 0, 200, "k");
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         r.ran(true);
         r.ran(true);
@@ -510,6 +551,7 @@ pub(crate) mod tests {
             .position(|m| m.server.addr == down_addr)
             .expect("configured");
         let f = eject(&core, i);
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         r.ran(true);
         r.ran(true);
@@ -527,6 +569,7 @@ pub(crate) mod tests {
         let c = eject(&core, 0);
         let c_addr = c.server.addr.clone();
         write(&core, 0, 50, "k");
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         r.ran(true);
         r.ran(true);
@@ -558,6 +601,7 @@ pub(crate) mod tests {
         let core = core(1000);
         let c = eject(&core, 0);
         write(&core, 0, 50, "k");
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         r.ran(true);
         r.ran(true);
@@ -614,6 +658,7 @@ pub(crate) mod tests {
         let core = core(1000);
         let c = eject(&core, 0);
         write(&core, 0, 5, "k");
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         r.ran(true);
         for round in 0..CLEAN_ROUNDS {
@@ -649,6 +694,7 @@ pub(crate) mod tests {
             .map(|m| m.server.clone())
             .collect();
         core.set_servers(keep).expect("set_servers");
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         r.ran(true);
         r.ran(true);
@@ -665,6 +711,7 @@ pub(crate) mod tests {
         let core = core(1000);
         let c = eject(&core, 0);
         write(&core, 0, 3, "k");
+        cleaned_once(&core, &c);
         let mut r = Rejoin::new(&core, &c);
         assert_eq!(r.command(), "probe");
         let ctx = Ctx {
@@ -718,6 +765,7 @@ pub(crate) mod tests {
                 let i = view.members.iter().position(|m| m.server.addr == skipped);
                 eject(&core, i.expect("configured"));
             }
+            cleaned_once(&core, &c);
             let mut r = Rejoin::new(&core, &c);
             r.ran(true);
             r.ran(true);
@@ -732,5 +780,83 @@ pub(crate) mod tests {
             let after: Vec<&str> = r.sweeps.iter().map(|(a, _)| a.as_str()).collect();
             assert!(!after.contains(&skipped.as_str()), "gone {gone}: {after:?}");
         }
+    }
+
+    #[test]
+    fn a_server_with_nothing_to_clean_rejoins_at_its_first_probe() {
+        let core = core(1000);
+        let c = eject(&core, 0);
+        let mut r = Rejoin::new(&core, &c);
+        r.ran(true);
+        assert!(now(&r).is_none());
+        assert!(!c.health.is_down() && !c.rejoin.is_out() && live(&core) == 4);
+    }
+
+    /// What is recorded while the first cleaning runs is cleaned by it and again by the next
+    /// probe; the second cleaning is the last before the sweeps and the rejoin.
+    #[test]
+    fn the_second_cleaning_covers_the_first_and_ends_in_the_rejoin() {
+        let core = core(1000);
+        let c = eject(&core, 0);
+        let first = write(&core, 0, 20, "k");
+        let mut r = Rejoin::new(&core, &c);
+        r.ran(true);
+        let during = write(&core, 0, 5, "during");
+        r.ran(true);
+        assert!(matches!(r.phase, Phase::Clean { round: 1, .. }));
+        r.ran(true);
+        assert!(now(&r).is_none() && c.health.is_down());
+        let mut both = first.clone();
+        both.extend(during.clone());
+        assert_eq!(sorted(&c.rejoin.pending()), all(&both));
+
+        let mut r = Rejoin::new(&core, &c);
+        r.ran(true);
+        assert_eq!(now(&r), Some((c.server.addr.clone(), Some(all(&both)))));
+        r.ran(true);
+        assert!(
+            matches!(r.target(), Some(Target::Fallback(_))),
+            "then the sweeps"
+        );
+        while now(&r).is_some() {
+            r.ran(true);
+        }
+        assert!(!c.health.is_down() && live(&core) == 4, "rejoined");
+    }
+
+    /// Over the bound the first cleaning is a flush, and so is the second.
+    #[test]
+    fn a_flushed_server_is_flushed_again() {
+        let core = core(3);
+        let c = eject(&core, 0);
+        write(&core, 0, 10, "k");
+        assert_eq!(c.rejoin.pending(), Cleanup::Flush);
+        cleaned_once(&core, &c);
+        let mut r = Rejoin::new(&core, &c);
+        r.ran(true);
+        assert_eq!(now(&r), Some((c.server.addr.clone(), Some(Cleanup::Flush))));
+        while now(&r).is_some() {
+            r.ran(true);
+        }
+        assert!(!c.health.is_down(), "rejoined");
+    }
+
+    /// A failure after the rejoin is a new outage: its next cleaning is done twice too.
+    #[test]
+    fn after_going_back_out_the_server_is_cleaned_twice_again() {
+        let core = core(1000);
+        let c = eject(&core, 0);
+        write(&core, 0, 10, "k");
+        cleaned_once(&core, &c);
+        let mut r = Rejoin::new(&core, &c);
+        r.ran(true);
+        r.ran(true);
+        write(&core, 0, 5, "late");
+        while !r.rejoined {
+            r.ran(true);
+        }
+        r.ran(false);
+        assert!(c.health.is_down(), "back out");
+        cleaned_once(&core, &c);
     }
 }

@@ -20,7 +20,11 @@
 //!   fallback it went to;
 //! - when a probe finds the server answering again, and **before** it takes reads, the client
 //!   deletes those keys on it (pipelined, checked deletes) on the probe connection; if that
-//!   fails the server stays out, its keys still recorded, and is probed again;
+//!   fails the server stays out, its keys still recorded, and is probed again. The first
+//!   cleaning that deleted anything is done once more by the next probe, a retry timeout
+//!   later, before anything else: a write sent before the outage whose reply timed out can
+//!   still sit in the server's socket buffer (a stopped process) or be in flight, and land
+//!   after the first cleaning, with a value older than the ones written elsewhere since;
 //! - then, still before it takes reads, the prober connects to each fallback and deletes the
 //!   copies written there. While the server is out the fallbacks' copies are the current values
 //!   (a delete only turns a read into a miss); once it is back they would be stale. A fallback
@@ -34,9 +38,11 @@
 //! - a write routed on a view from before the rejoin whose record comes after it is routed
 //!   again on the new view (see `Core::route`): it goes to the returned server, not to a
 //!   fallback nobody will clean. A write recorded before the rejoin but delivered to its
-//!   fallback only after that fallback was swept is the one window left (a request that stalls
+//!   fallback only after that fallback was swept is one window left (a request that stalls
 //!   for that long between routing and sending); its copy is stale only if the key is then
 //!   written on the returned server and the server is ejected again before the copy expires.
+//!   The other: a write to the server from before its outage that lands more than a retry
+//!   timeout after the server first answered again (past its second cleaning).
 //!
 //! The log is bounded ([`Builder::rejoin_limit`](crate::Builder::rejoin_limit), default
 //! [`DEFAULT_REJOIN_LIMIT`](crate::settings::DEFAULT_REJOIN_LIMIT)): at most that many keys to
@@ -135,6 +141,11 @@ struct State {
     out: bool,
     /// To delete on the server itself.
     own: Todo,
+    /// What was cleaned on the server since it went out, to be cleaned once more, a retry
+    /// timeout later, before it takes reads (see [`RejoinLog::clean_again`]).
+    again: Todo,
+    /// The first cleaning is over and `again` is back in `own`: the next clean is the last.
+    second_pass: bool,
     /// To delete on each fallback (by address).
     copies: BTreeMap<String, Todo>,
     /// The keys in `copies`, every fallback together (what the bound counts).
@@ -176,6 +187,32 @@ impl State {
         } else {
             todo.keys.insert(key);
             self.copied += 1;
+        }
+    }
+
+    /// `done` was cleaned on the server in the first pass: keep it for the second.
+    fn keep_for_again(&mut self, limit: usize, done: &Cleanup) {
+        if self.second_pass {
+            return;
+        }
+        let again = &mut self.again;
+        match done {
+            Cleanup::Nothing => {}
+            Cleanup::Flush => {
+                again.keys = HashSet::new();
+                again.flush = true;
+            }
+            Cleanup::Delete(keys) if !again.flush => {
+                for k in keys {
+                    if again.keys.len() >= limit && !again.keys.contains(&k[..]) {
+                        again.keys = HashSet::new();
+                        again.flush = true;
+                        return;
+                    }
+                    again.keys.insert(Arc::from(&k[..]));
+                }
+            }
+            Cleanup::Delete(_) => {}
         }
     }
 
@@ -245,6 +282,26 @@ impl RejoinLog {
         self.state().out = true;
     }
 
+    /// The first cleaning of the server is over: whether it must be cleaned once more before
+    /// it takes reads. A write that timed out while the server was unreachable (stopped,
+    /// partitioned) can still be in its socket buffer, or in flight, and land after the first
+    /// cleaning deleted the key, with the value the key had before the writes recorded here:
+    /// a stale copy. So what the first cleaning did is done again by the next probe, a retry
+    /// timeout later, and only then does the server rejoin. True once, when there was
+    /// something to clean (the caller holds the server down until its next probe); false for
+    /// a server that has nothing to clean, or whose second cleaning this is.
+    pub(crate) fn clean_again(&self) -> bool {
+        let mut guard = self.state();
+        let s = &mut *guard;
+        if s.second_pass || s.again.is_empty() {
+            return false;
+        }
+        s.second_pass = true;
+        let again = std::mem::take(&mut s.again);
+        s.restore_own(self.limit, again.pending());
+        true
+    }
+
     /// Whether the server is out (ejected and not cleaned up yet).
     pub(crate) fn is_out(&self) -> bool {
         self.state().out
@@ -286,7 +343,9 @@ impl RejoinLog {
     /// `done` (from [`RejoinLog::pending`]) succeeded on the server: forget what it covered.
     /// A flush covers every key recorded so far (the server lost them all).
     pub(crate) fn cleaned(&self, done: &Cleanup) {
-        self.state().own.cleaned(done);
+        let mut s = self.state();
+        s.own.cleaned(done);
+        s.keep_for_again(self.limit, done);
     }
 
     /// What must be done now on each fallback before the server rejoins (fallbacks with
@@ -322,6 +381,8 @@ impl RejoinLog {
     pub(crate) fn hand_over(&self, left: Cleanup) {
         let mut s = self.state();
         s.out = true;
+        // an outage of its own: what a cleaning of it deletes is deleted twice
+        s.second_pass = false;
         s.restore_own(self.limit, left);
     }
 
@@ -618,5 +679,61 @@ mod tests {
         let log = RejoinLog::new(10);
         log.hand_over(Cleanup::Flush);
         assert_eq!(log.pending(), Cleanup::Flush);
+    }
+
+    #[test]
+    fn what_the_first_cleaning_did_is_done_once_more() {
+        let log = RejoinLog::new(3);
+        assert!(!log.clean_again(), "nothing cleaned: nothing to do again");
+        log.went_out();
+        log.record(b"a");
+        log.record(b"b");
+        let first = sorted(log.pending());
+        log.cleaned(&first);
+        log.record(b"c");
+        log.cleaned(&log.pending());
+        assert_eq!(log.pending(), Cleanup::Nothing);
+        assert!(log.clean_again());
+        assert_eq!(sorted(log.pending()), del(&[b"a", b"b", b"c"]));
+        log.cleaned(&log.pending());
+        assert!(!log.clean_again(), "the second cleaning is the last");
+        assert_eq!(log.pending(), Cleanup::Nothing);
+
+        // a new outage starts over: after a rejoin, or as a fallback handed copies (in the
+        // middle of its own second cleaning, here)
+        let _ = log.rejoined();
+        log.went_out();
+        log.record(b"d");
+        log.cleaned(&log.pending());
+        assert!(log.clean_again());
+        log.hand_over(del(&[b"e"]));
+        log.cleaned(&log.pending());
+        assert!(log.clean_again(), "handed copies: cleaned twice too");
+        assert_eq!(sorted(log.pending()), del(&[b"d", b"e"]));
+    }
+
+    #[test]
+    fn what_is_cleaned_again_has_the_same_bound() {
+        let log = RejoinLog::new(3);
+        log.went_out();
+        for round in [&[b"a", b"b"], &[b"c", b"d"]] {
+            for k in round {
+                log.record(*k);
+            }
+            log.cleaned(&log.pending());
+        }
+        assert!(log.clean_again());
+        assert_eq!(
+            log.pending(),
+            Cleanup::Flush,
+            "four keys over a bound of three"
+        );
+        log.cleaned(&Cleanup::Flush);
+        let _ = log.rejoined();
+        log.went_out();
+        log.record(b"a");
+        log.cleaned(&Cleanup::Flush);
+        assert!(log.clean_again());
+        assert_eq!(log.pending(), Cleanup::Flush, "a flush is done again");
     }
 }
