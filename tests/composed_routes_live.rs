@@ -232,7 +232,10 @@ impl Zoned for memshard::Router {
     }
 
     fn down(&self) -> usize {
-        let pools = self.pool_names().into_iter().filter_map(|n| self.pool_named(n));
+        let pools = self
+            .pool_names()
+            .into_iter()
+            .filter_map(|n| self.pool_named(n));
         pools.map(|p| p.down_servers().len()).sum()
     }
 }

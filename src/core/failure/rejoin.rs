@@ -202,7 +202,8 @@ impl State {
                 again.keys = HashSet::new();
                 again.flush = true;
             }
-            Cleanup::Delete(keys) if !again.flush => {
+            // after a flush, `pending` is a flush whatever the keys (at most `limit` of them)
+            Cleanup::Delete(keys) => {
                 for k in keys {
                     if again.keys.len() >= limit && !again.keys.contains(&k[..]) {
                         again.keys = HashSet::new();
@@ -212,7 +213,6 @@ impl State {
                     again.keys.insert(Arc::from(&k[..]));
                 }
             }
-            Cleanup::Delete(_) => {}
         }
     }
 
@@ -729,6 +729,17 @@ mod tests {
             "four keys over a bound of three"
         );
         log.cleaned(&Cleanup::Flush);
+        let _ = log.rejoined();
+
+        // a key cleaned twice in the first pass is one key of the bound
+        log.went_out();
+        for k in [&b"a"[..], b"b", b"c", b"a"] {
+            log.record(k);
+            log.cleaned(&log.pending());
+        }
+        assert!(log.clean_again());
+        assert_eq!(sorted(log.pending()), del(&[b"a", b"b", b"c"]));
+        log.cleaned(&log.pending());
         let _ = log.rejoined();
         log.went_out();
         log.record(b"a");
