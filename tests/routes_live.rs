@@ -284,6 +284,14 @@ impl Load {
 
     /// Read every key through `s` after the load stopped: stale reads (below the ledger) and
     /// misses.
+    /// Each key's newest version so far.
+    fn versions_now(&self) -> Vec<u64> {
+        self.versions
+            .iter()
+            .map(|v| v.load(Ordering::SeqCst))
+            .collect()
+    }
+
     fn verify_all(&self, s: &dyn Store) -> (u64, u64) {
         let (mut stale, mut misses) = (0, 0);
         for i in 0..KEYS {
@@ -666,21 +674,44 @@ fn a_mirror_keeps_reading_when_one_pool_stops() {
     load.preload(&a);
     load.preload(route.pool(memshard::routes::PoolRole::Second));
     let mut during = Seen::default();
+    let (mut at_stop, mut at_cont) = (Vec::new(), Vec::new());
     let all = load.run_while(&route, || {
         load.wait_ops(4_000);
+        at_stop = load.versions_now();
         s[0].signal("STOP");
         s[1].signal("STOP");
         let r0 = load.seen();
         load.wait_ops(8_000);
         during = load.seen().since(r0);
+        at_cont = load.versions_now();
         s[0].signal("CONT");
         s[1].signal("CONT");
         wait_until("pool a is back", DEADLINE, || a.down_servers().is_empty());
         load.wait_ops(2_000);
     });
     let (stale, misses) = load.verify_all(&route);
+    let version = |c: &Client, k: &str| {
+        let item = c.get(k).unwrap_or_else(|e| panic!("get {k}: {e}"));
+        item.and_then(|i| decode(&i.value)).map(|(_, v)| v)
+    };
     let diverged = (0..KEYS)
-        .filter(|&i| !route.verify(key(i)).expect("verify"))
+        .filter(|&i| {
+            let k = key(i);
+            let same = route.verify(&k).expect("verify");
+            if !same {
+                // which write each copy holds, against the versions when the pool stopped
+                // and when it was continued: where a stale copy came from
+                eprintln!(
+                    "divergent {k}: a holds version {:?}, b {:?}; newest {}, at the stop {}, at the continue {}",
+                    version(&a, &k),
+                    version(route.pool(memshard::routes::PoolRole::Second), &k),
+                    load.versions[i].load(Ordering::SeqCst),
+                    at_stop[i],
+                    at_cont[i]
+                );
+            }
+            !same
+        })
         .count();
     let stats = route.stats();
     println!(

@@ -451,4 +451,138 @@ mod tests {
         assert_eq!(route.gutter_mains(), ["b"]);
         assert_eq!(route.name(), "zones");
     }
+
+    fn server(p: &Pools, pool: usize) -> String {
+        p[pool].1.core().ring().servers()[0].addr.clone()
+    }
+
+    /// Each kind of node names the servers under it, each once, and the owners of a key.
+    #[test]
+    fn every_node_names_its_servers_and_a_key_s_owners() {
+        let p = pools(&["a", "b", "c"], 6);
+        let [a, b, c] = [0, 1, 2].map(|i| server(&p, i));
+        let counters = Arc::default();
+        let build = |n: RouteNode| n.build(&p, &counters, SystemTime::now()).expect("builds");
+
+        let pool = build(RouteNode::pool("a"));
+        assert_eq!(pool.servers(), [a.clone()]);
+        assert_eq!(pool.owners(b"k").expect("owners"), [a.clone()]);
+
+        let prefix = build(RouteNode::Prefix(PrefixRoute::new(
+            [("x:", RouteNode::pool("a"))],
+            Some(RouteNode::pool("b")),
+        )));
+        assert_eq!(prefix.servers(), [a.clone(), b.clone()]);
+        assert_eq!(prefix.owners(b"x:1").expect("owners"), [a.clone()]);
+        assert_eq!(prefix.owners(b"y:1").expect("owners"), [b.clone()]);
+
+        let pair = build(RouteNode::Pair {
+            spec: RouteSpec::Mirror {
+                read: crate::routes::ReadPolicy::PreferA,
+            },
+            pools: ["a".into(), "c".into()],
+        });
+        assert_eq!(pair.servers(), [a.clone(), c.clone()]);
+
+        // the default and the delete route share pool b: named once
+        let operation = build(RouteNode::Operation(
+            OperationRoute::new(Some(RouteNode::pool("b")))
+                .with("delete", zones(Ack::All))
+                .expect("an operation"),
+        ));
+        let mut servers = operation.servers();
+        servers.sort();
+        assert_eq!(servers, [a.clone(), b.clone(), c.clone()]);
+        let mut owners = operation.owners(b"k").expect("owners");
+        owners.sort();
+        assert_eq!(owners, [a.clone(), b.clone(), c.clone()]);
+
+        let tree = super::super::policy::Tree {
+            root: pool,
+            pools: p.clone(),
+            counters,
+        };
+        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+            let named = tree.named(name).expect("a pool of that name");
+            assert!(Arc::ptr_eq(named, &p[i].1), "pool {name}");
+        }
+        assert!(tree.named("d").is_none());
+    }
+
+    /// A pool node's `gets` answers the value with a token naming the pool's server.
+    #[test]
+    fn a_pool_s_gets_names_the_server_that_holds_the_key() {
+        let p = pools(&["a"], 7);
+        let counters = Arc::default();
+        let pool = RouteNode::pool("a")
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, pool.gets(b"k")).expect("gets").is_none());
+        let r = now(&p[0].1, pool.write(b"k", set(b"v")));
+        assert!(r.is_ok());
+        let got = now(&p[0].1, pool.gets(b"k")).expect("gets").expect("a hit");
+        assert_eq!(&got.item.value[..], b"v");
+        assert_eq!(got.token.server, server(&p, 0));
+        assert_eq!(Some(got.token.unique), got.item.cas);
+    }
+
+    /// A cas in the zone the token came from: the other zones' copies are repaired (deleted),
+    /// the new value kept.
+    #[test]
+    fn a_zones_cas_repairs_the_other_zones() {
+        let p = pools(&["a", "b", "c"], 8);
+        let counters = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, root.write(b"k", set(b"v1"))).is_ok());
+        let got = now(&p[0].1, root.gets(b"k")).expect("gets").expect("a hit");
+        assert_eq!(got.token.server, server(&p, 1), "the local zone answers");
+        let v = crate::routes::policy::Stored {
+            value: b"v2",
+            flags: 0,
+            expiry: crate::Expiry::NEVER,
+        };
+        let r = now(&p[0].1, root.cas(b"k", v, &got.token));
+        assert_eq!(r.ok(), Some(StoreOutcome::Stored));
+        assert_eq!(held(&p, 1, "k").as_deref(), Some(&b"v2"[..]));
+        assert_eq!((held(&p, 0, "k"), held(&p, 2, "k")), (None, None));
+    }
+
+    /// Zones holding different values: `verify` says so; a read-modify command that
+    /// answers differently in a zone deletes that zone's copy.
+    #[test]
+    fn zones_that_differ_are_found_and_a_divergent_answer_is_repaired() {
+        let p = pools(&["a", "b", "c"], 9);
+        let counters: Arc<Counters> = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, root.write(b"n", set(b"1"))).is_ok());
+        assert_eq!(now(&p[0].1, root.verify(b"n")).ok(), Some(true));
+        let c = RouteNode::pool("c")
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, c.write(b"n", set(b"5"))).is_ok());
+        assert_eq!(now(&p[0].1, root.verify(b"n")).ok(), Some(false));
+        let divergences = counters.snapshot().zone_divergences;
+
+        let incr = Write::Arith {
+            incr: true,
+            delta: 1,
+        };
+        let r = now(&p[0].1, root.write(b"n", incr));
+        assert_eq!(
+            r.ok(),
+            Some(Written::Arith(Some(2))),
+            "the local zone's answer"
+        );
+        assert_eq!(counters.snapshot().zone_divergences, divergences + 1);
+        assert_eq!(
+            held(&p, 2, "n"),
+            None,
+            "zone c's copy, which answered 6, deleted"
+        );
+        assert_eq!(held(&p, 0, "n").as_deref(), Some(&b"2"[..]));
+    }
 }
