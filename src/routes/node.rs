@@ -465,16 +465,16 @@ mod tests {
         let build = |n: RouteNode| n.build(&p, &counters, SystemTime::now()).expect("builds");
 
         let pool = build(RouteNode::pool("a"));
-        assert_eq!(pool.servers(), [a.clone()]);
-        assert_eq!(pool.owners(b"k").expect("owners"), [a.clone()]);
+        assert_eq!(pool.servers(), vec![a.clone()]);
+        assert_eq!(pool.owners(b"k").expect("owners"), vec![a.clone()]);
 
         let prefix = build(RouteNode::Prefix(PrefixRoute::new(
             [("x:", RouteNode::pool("a"))],
             Some(RouteNode::pool("b")),
         )));
         assert_eq!(prefix.servers(), [a.clone(), b.clone()]);
-        assert_eq!(prefix.owners(b"x:1").expect("owners"), [a.clone()]);
-        assert_eq!(prefix.owners(b"y:1").expect("owners"), [b.clone()]);
+        assert_eq!(prefix.owners(b"x:1").expect("owners"), vec![a.clone()]);
+        assert_eq!(prefix.owners(b"y:1").expect("owners"), vec![b.clone()]);
 
         let pair = build(RouteNode::Pair {
             spec: RouteSpec::Mirror {
