@@ -143,11 +143,7 @@ fn blocking_second_ejection_serves_no_stale_value() {
 #[test]
 fn async_second_ejection_serves_no_stale_value() {
     let Some(c) = cluster() else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = either::runtime();
     let client = rt.block_on(async {
         memshard::aio::Client::builder()
             .server_list(&c.server_list())

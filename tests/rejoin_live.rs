@@ -215,11 +215,7 @@ fn cluster_of(n: usize) -> Option<Cluster> {
 
 #[cfg(feature = "async")]
 fn async_api(c: &Cluster, limit: usize) -> Api {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = either::runtime();
     let client = rt.block_on(async { async_builder(c, limit).build() });
     Api::Async(client.expect("build"), rt)
 }
@@ -331,11 +327,7 @@ fn async_a_late_write_is_cleaned_before_the_rejoin() {
     let Some((c, proxy, list)) = late_write_setup() else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = either::runtime();
     let client = rt.block_on(async {
         memshard::aio::Client::builder()
             .server_list(&list)

@@ -6,6 +6,16 @@
 
 use memshard::{Client, Expiry, Server};
 
+/// The runtime an async client of these scenarios runs on.
+#[cfg(feature = "async")]
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// The operations the rejoin scenarios need, on either client.
 pub enum Api {
     Blocking(Client),
