@@ -483,6 +483,7 @@ mod tests {
             pools: ["a".into(), "c".into()],
         });
         assert_eq!(pair.servers(), [a.clone(), c.clone()]);
+        assert_eq!(pair.owners(b"k").expect("owners"), [a.clone(), c.clone()]);
 
         // the default and the delete route share pool b: named once
         let operation = build(RouteNode::Operation(
@@ -584,5 +585,32 @@ mod tests {
             "zone c's copy, which answered 6, deleted"
         );
         assert_eq!(held(&p, 0, "n").as_deref(), Some(&b"2"[..]));
+    }
+
+    /// A zones multi-get counts as fallback hits only the keys a zone after the local one
+    /// answered.
+    #[test]
+    fn a_zones_multi_get_counts_only_the_fallback_zones_hits() {
+        let p = pools(&["a", "b", "c"], 10);
+        let counters: Arc<Counters> = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
+        let keys: Vec<&[u8]> = vec![b"k", b"missing"];
+        let got = now(&p[0].1, root.get_multi(&keys));
+        assert!(matches!(got[..], [Ok(Some(_)), Ok(None)]));
+        let s = counters.snapshot();
+        assert_eq!(
+            (s.zone_fallback_reads, s.zone_fallback_hits),
+            (2, 0),
+            "the local zone's hit is not a fallback's; the miss is asked of each other zone"
+        );
+        fail(&p, 1);
+        let got = now(&p[0].1, root.get_multi(&keys));
+        assert!(matches!(got[..], [Ok(Some(_)), Ok(None)]));
+        let s = counters.snapshot();
+        // both keys of zone a, the miss of zone c; the hit is zone a's
+        assert_eq!((s.zone_fallback_reads, s.zone_fallback_hits), (5, 1));
     }
 }
