@@ -613,4 +613,22 @@ mod tests {
         // both keys of zone a, the miss of zone c; the hit is zone a's
         assert_eq!((s.zone_fallback_reads, s.zone_fallback_hits), (5, 1));
     }
+
+    /// A read that one zone answered with a miss is a miss, whatever another zone's failure;
+    /// only when no zone answered is it the failure.
+    #[test]
+    fn a_zones_miss_beats_another_zone_s_failure() {
+        let p = pools(&["a", "b", "c"], 11);
+        let counters = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        fail(&p, 0);
+        let got = now(&p[0].1, root.get(b"missing"));
+        assert!(matches!(got, Ok(None)), "{got:?}");
+        fail(&p, 1);
+        fail(&p, 2);
+        let got = now(&p[0].1, root.get(b"missing"));
+        assert!(got.is_err(), "no zone answered: {got:?}");
+    }
 }
