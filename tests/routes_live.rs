@@ -282,8 +282,6 @@ impl Load {
         });
     }
 
-    /// Read every key through `s` after the load stopped: stale reads (below the ledger) and
-    /// misses.
     /// Each key's newest version so far.
     fn versions_now(&self) -> Vec<u64> {
         self.versions
@@ -292,6 +290,8 @@ impl Load {
             .collect()
     }
 
+    /// Read every key through `s` after the load stopped: stale reads (below the ledger) and
+    /// misses.
     fn verify_all(&self, s: &dyn Store) -> (u64, u64) {
         let (mut stale, mut misses) = (0, 0);
         for i in 0..KEYS {
