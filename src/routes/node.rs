@@ -561,12 +561,14 @@ mod tests {
             .expect("builds");
         assert!(now(&p[0].1, root.write(b"n", set(b"1"))).is_ok());
         assert_eq!(now(&p[0].1, root.verify(b"n")).ok(), Some(true));
+        assert_eq!(counters.snapshot().zone_divergences, 0, "copies agree");
         let c = RouteNode::pool("c")
             .build(&p, &counters, SystemTime::now())
             .expect("builds");
         assert!(now(&p[0].1, c.write(b"n", set(b"5"))).is_ok());
         assert_eq!(now(&p[0].1, root.verify(b"n")).ok(), Some(false));
         let divergences = counters.snapshot().zone_divergences;
+        assert_eq!(divergences, 1, "verify counts the copies that differ");
 
         let incr = Write::Arith {
             incr: true,
@@ -630,5 +632,25 @@ mod tests {
         fail(&p, 2);
         let got = now(&p[0].1, root.get(b"missing"));
         assert!(got.is_err(), "no zone answered: {got:?}");
+    }
+
+    /// A multi-get's key that a zone answered with a miss stays a miss when a zone read after
+    /// it fails; a key no zone answered gets the failure.
+    #[test]
+    fn a_zones_multi_get_keeps_a_miss_over_a_later_zone_s_failure() {
+        let p = pools(&["a", "b", "c"], 12);
+        let counters = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        // zone c is read last (the local zone b, then a, then c)
+        fail(&p, 2);
+        let keys: Vec<&[u8]> = vec![b"missing", b"gone"];
+        let got = now(&p[0].1, root.get_multi(&keys));
+        assert!(matches!(got[..], [Ok(None), Ok(None)]), "{got:?}");
+        fail(&p, 0);
+        fail(&p, 1);
+        let got = now(&p[0].1, root.get_multi(&keys));
+        assert!(got.iter().all(Result::is_err), "no zone answered: {got:?}");
     }
 }
