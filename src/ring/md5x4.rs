@@ -65,26 +65,47 @@ pub(crate) fn md5_x4(inputs: [&[u8]; 4]) -> [[u32; 4]; 4] {
 pub(super) fn blocks<const N: usize>(inputs: [&[u8]; N]) -> [[u32; N]; 16] {
     let mut m = [[0u32; N]; 16];
     for (lane, data) in inputs.iter().enumerate() {
-        for (w, word) in padded(data).into_iter().enumerate() {
-            m[w][lane] = word;
-        }
+        // only the words that are not zero: a whole block per lane, copied across, was ~20
+        // instructions a key of a multi-get (callgrind)
+        pad_into(data, |w, v| m[w][lane] = v);
     }
     m
 }
 
 /// `data` (at most [`MAX_ONE_BLOCK`] bytes) padded to md5's one block, as sixteen
 /// little-endian words.
+///
+/// Built word by word, not as 64 bytes read back as words: copying the key into a byte block
+/// was a `memcpy` call, and the first word's load then waited on byte stores it could not be
+/// forwarded from, at the head of md5's chain of dependent steps. A weighted route over 10
+/// servers took ~9 % less time (medians 150 → 131 ns, `memshard-perf weighted 10` pinned to one
+/// CPU, eight alternating runs of each build).
 #[inline(always)]
 pub(super) fn padded(data: &[u8]) -> [u32; 16] {
+    let mut m = [0u32; 16];
+    pad_into(data, |w, v| m[w] = v);
+    m
+}
+
+/// Writes the words of `data`'s padded block that are not zero, by index: its whole 4-byte
+/// words, the word holding its last bytes and the 0x80 after them, and the length (word 14).
+#[inline(always)]
+fn pad_into(data: &[u8], mut put: impl FnMut(usize, u32)) {
     debug_assert!(data.len() <= MAX_ONE_BLOCK);
-    let mut block = [0u8; 64];
-    block[..data.len()].copy_from_slice(data);
-    block[data.len()] = 0x80;
-    block[56..].copy_from_slice(&((data.len() as u64) * 8).to_le_bytes());
-    std::array::from_fn(|w| {
-        let c = &block[4 * w..4 * w + 4];
-        u32::from_le_bytes([c[0], c[1], c[2], c[3]])
-    })
+    let mut words = data.chunks_exact(4);
+    for (w, c) in (&mut words).enumerate() {
+        put(w, u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    }
+    let tail = match *words.remainder() {
+        [a] => u32::from(a),
+        [a, b] => u32::from(u16::from_le_bytes([a, b])),
+        [a, b, c] => u32::from(u16::from_le_bytes([a, b])) | (u32::from(c) << 16),
+        _ => 0,
+    };
+    let rest = data.len() % 4;
+    put((data.len() / 4) & 15, tail | (0x80 << (8 * rest)));
+    // the length in bits over words 14 and 15, little-endian; at most 440 bits, so 15 is 0
+    put(14, (data.len() as u32).wrapping_mul(8));
 }
 
 pub(super) const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
