@@ -34,20 +34,37 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// Allocations (and reallocations) of one `get_multi` of `keys`, every key a hit: the fewest
-/// over 5 calls after a warm-up (a pooled connection's read buffer is renewed now and then,
-/// when the values taken from it used it up).
+/// Allocations (and reallocations) of one `get_multi` of `keys`, every key a hit: the count
+/// most calls of 7 make (see [`usual`]).
 fn allocations(client: &Client, keys: &[String]) -> usize {
-    let mut fewest = usize::MAX;
-    for _ in 0..6 {
+    usual(|| {
         let before = ALLOCATIONS.load(Ordering::Relaxed);
         let got = client.get_multi(keys);
         let after = ALLOCATIONS.load(Ordering::Relaxed);
         assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
-        drop(got);
-        fewest = fewest.min(after - before);
+        after - before
+    })
+}
+
+/// The count that most of 7 calls of `count` give (the smallest of equally frequent ones),
+/// the first call aside as a warm-up. Not the fewest: a call can make more (a pooled
+/// connection's read buffer is renewed now and then, when the values taken from it used it
+/// up) or fewer (a reply read in other pieces has its values taken out in other batches;
+/// seen now and then on a loaded machine: 30 where the rule was 34), and either is one
+/// call's chance, not the rule.
+fn usual(mut count: impl FnMut() -> usize) -> usize {
+    let _warm_up = count();
+    let mut counts: Vec<usize> = (0..7).map(|_| count()).collect();
+    counts.sort_unstable();
+    let mut best = (0, usize::MAX);
+    for c in &counts {
+        let n = counts.iter().filter(|x| *x == c).count();
+        if n > best.0 {
+            best = (n, *c);
+        }
     }
-    fewest
+    eprintln!("allocations per call: {counts:?}");
+    best.1
 }
 
 #[test]
@@ -125,16 +142,13 @@ fn nonblocking() {
         assert!(r.is_ok(), "{r:?}");
     }
     let count = |n: usize| {
-        let mut fewest = usize::MAX;
-        for _ in 0..6 {
+        usual(|| {
             let before = ALLOCATIONS.load(Ordering::Relaxed);
             let got = rt.block_on(client.get_multi(&keys[..n]));
             let after = ALLOCATIONS.load(Ordering::Relaxed);
             assert!(got.iter().all(|r| matches!(r, Ok(Some(_)))));
-            drop(got);
-            fewest = fewest.min(after - before);
-        }
-        fewest
+            after - before
+        })
     };
     let (forty, hundred) = (count(40), count(100));
     eprintln!("async, 4 servers: 40 keys {forty}, 100 keys {hundred}");

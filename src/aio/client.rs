@@ -385,9 +385,8 @@ impl Client {
         let span = observe::span::command(&self.core.settings, "get_multi", &Listed(keys));
         let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
-        let wires = batch.group_keys();
-        let runs = batch.groups.iter().zip(&wires).map(|(g, w)| async move {
-            let mut ex = Retrieve::many(w);
+        let runs = batch.groups.iter().map(|g| async move {
+            let mut ex = Retrieve::many(&g.wire);
             let r = self.on(&g.member, &mut ex).await;
             (ex, r)
         });

@@ -272,8 +272,11 @@ impl Client {
         let _entered = span.enter();
         let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
-        let wires = batch.group_keys();
-        let mut exs: Vec<Retrieve> = wires.iter().map(|w| Retrieve::many(w)).collect();
+        let mut exs: Vec<Retrieve<'_, _>> = batch
+            .groups
+            .iter()
+            .map(|g| Retrieve::many(&g.wire))
+            .collect();
         // Like libmemcached's mget: first one write to every server, then read the replies
         // server by server. The servers work in parallel while we read; no thread is spawned
         // (spawning one per server cost more than the whole exchange on loopback).
@@ -319,7 +322,7 @@ impl Client {
         m: &ServerOf,
         mut conn: Pooled<'_>,
         wrote: Result<()>,
-        ex: &mut Retrieve<'_>,
+        ex: &mut Retrieve<'_, impl AsRef<[u8]>>,
     ) -> (Result<()>, bool) {
         match wrote.and_then(|()| conn.finish(ex)) {
             Ok(()) => (Ok(()), true),

@@ -78,19 +78,14 @@ impl<'k, P, T> Batch<'k, P, T> {
 }
 
 impl<'k, P> Batch<'k, P, Option<Item>> {
-    /// The wire keys of each group, for its [`Retrieve`].
-    pub(crate) fn group_keys(&self) -> Vec<Vec<&[u8]>> {
-        self.groups.iter().map(Group::keys).collect()
-    }
-
     /// Put the outcome of group `gi`'s retrieval `ex` in its slots: the keys answered get
     /// their value or miss (kept in the near cache when marked), the others `err`.
-    pub(crate) fn place_hits(
+    pub(crate) fn place_hits<K: AsRef<[u8]>>(
         &self,
         core: &Core<P>,
         out: &mut [Result<Option<Item>>],
         gi: usize,
-        ex: &mut Retrieve<'_>,
+        ex: &mut Retrieve<'_, K>,
         err: Option<&Error>,
     ) where
         P: ServerPool,
@@ -204,8 +199,7 @@ mod tests {
         assert_eq!(keys.len(), 4, "four keys of server 0");
         let (batch, mut out) = core.read_batch(&keys);
         assert_eq!(batch.groups.len(), 1);
-        let wire = batch.groups[0].keys();
-        let mut ex = Retrieve::new(&wire, false, None);
+        let mut ex = Retrieve::new(&batch.groups[0].wire, false, None);
         let ctx = Ctx {
             server: "s:1",
             max_value: 1024,

@@ -21,13 +21,6 @@ pub(crate) struct Group<'k, P> {
     pub(crate) wire: Vec<Cow<'k, [u8]>>,
 }
 
-impl<P> Group<'_, P> {
-    /// The wire keys as slices, for a request.
-    pub(crate) fn keys(&self) -> Vec<&[u8]> {
-        self.wire.iter().map(|w| &w[..]).collect()
-    }
-}
-
 /// The results of a multi-key operation as [`Core::group`] sees them: which keys are decided
 /// before routing, and where a key that cannot be routed gets its error.
 pub(crate) trait Outcomes {

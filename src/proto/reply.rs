@@ -371,6 +371,7 @@ fn general_value_header(buf: &[u8]) -> Result<Header, ParseError> {
 
 /// A `VALUE` item once its header is read: its length checked against `max_value` before any
 /// of it is awaited, then the data and its CRLF.
+#[inline]
 fn value_item(
     buf: &[u8],
     header: ValueHeader,

@@ -170,13 +170,9 @@ impl Request<'_> {
                 buf.extend_from_slice(value);
                 buf.extend_from_slice(b"\r\n");
             }
-            Request::Get { keys, cas } => {
-                buf.extend_from_slice(if cas { b"gets" } else { b"get" });
-                push_keys(buf, keys);
-            }
+            Request::Get { keys, cas } => encode_retrieval(buf, keys, cas, None),
             Request::GetAndTouch { exptime, keys, cas } => {
-                write!(buf, "{} {exptime}", if cas { "gats" } else { "gat" })?;
-                push_keys(buf, keys);
+                encode_retrieval(buf, keys, cas, Some(exptime));
             }
             Request::Delete { key, noreply } => {
                 buf.extend_from_slice(b"delete ");
@@ -222,10 +218,24 @@ impl Request<'_> {
     }
 }
 
-fn push_keys(buf: &mut Vec<u8>, keys: &[&[u8]]) {
+/// The line of a `get` of `keys` (`gets` with `cas`; `gat`/`gats` with `touch`'s expiry), the
+/// keys as they are: [`Request::Get`]'s encoding, for keys held in any slice.
+pub(crate) fn encode_retrieval<K: AsRef<[u8]>>(
+    buf: &mut Vec<u8>,
+    keys: &[K],
+    cas: bool,
+    touch: Option<u32>,
+) {
+    match touch {
+        None => buf.extend_from_slice(if cas { b"gets" } else { b"get" }),
+        Some(exptime) => {
+            // writing to a Vec cannot fail
+            let _ = write!(buf, "{} {exptime}", if cas { "gats" } else { "gat" });
+        }
+    }
     for k in keys {
         buf.push(b' ');
-        buf.extend_from_slice(k);
+        buf.extend_from_slice(k.as_ref());
     }
     buf.extend_from_slice(b"\r\n");
 }
