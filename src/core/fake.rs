@@ -58,7 +58,7 @@ pub(crate) struct Fake {
     pub(crate) pauses: Mutex<Vec<Duration>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -634,6 +634,61 @@ mod tests {
         assert!(got.is_err(), "no zone answered: {got:?}");
     }
 
+    /// A zone that answers a read with an error about the request (not a failed server) gives
+    /// that error: the other zones are not asked.
+    #[test]
+    fn a_zones_read_refused_by_the_local_zone_is_that_refusal() {
+        let p = pools(&["a", "b", "c"], 13);
+        let counters: Arc<Counters> = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
+        crate::core::fake::lock(&p[1].1.script)
+            .push_back(Box::new(|_| b"SERVER_ERROR out of memory\r\n".to_vec()));
+        let got = now(&p[0].1, root.get(b"k"));
+        assert!(
+            matches!(&got, Err(e) if !e.is_server_failure()),
+            "the local zone's refusal: {got:?}"
+        );
+        assert_eq!(counters.snapshot().zone_fallback_reads, 0);
+    }
+
+    /// A zone that is a pair of pools repairs both of them: a cas in another zone deletes
+    /// the pair's two copies.
+    #[test]
+    fn a_pair_in_a_zone_repairs_both_its_pools() {
+        let p = pools(&["a", "b", "d"], 14);
+        let counters: Arc<Counters> = Arc::default();
+        let mirror = RouteNode::Pair {
+            spec: RouteSpec::Mirror {
+                read: crate::routes::ReadPolicy::PreferA,
+            },
+            pools: ["a".into(), "d".into()],
+        };
+        let root = RouteNode::Zones(ZoneRoute::new(
+            [Zone::new("a", mirror), Zone::new("b", RouteNode::pool("b"))],
+            "b",
+            Ack::All,
+        ))
+        .build(&p, &counters, SystemTime::now())
+        .expect("builds");
+        assert!(now(&p[0].1, root.write(b"k", set(b"v1"))).is_ok());
+        assert_eq!(held(&p, 2, "k").as_deref(), Some(&b"v1"[..]), "pool d");
+        let got = now(&p[0].1, root.gets(b"k")).expect("gets").expect("a hit");
+        let v = crate::routes::policy::Stored {
+            value: b"v2",
+            flags: 0,
+            expiry: crate::Expiry::NEVER,
+        };
+        let repairs = counters.snapshot().repairs_recorded;
+        let r = now(&p[0].1, root.cas(b"k", v, &got.token));
+        assert_eq!(r.ok(), Some(StoreOutcome::Stored));
+        assert_eq!(held(&p, 1, "k").as_deref(), Some(&b"v2"[..]));
+        assert_eq!((held(&p, 0, "k"), held(&p, 2, "k")), (None, None));
+        assert_eq!(counters.snapshot().repairs_recorded, repairs + 2);
+    }
+
     /// A multi-get's key that a zone answered with a miss stays a miss when a zone read after
     /// it fails; a key no zone answered gets the failure.
     #[test]
