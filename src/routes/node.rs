@@ -689,6 +689,69 @@ mod tests {
         assert_eq!(counters.snapshot().repairs_recorded, repairs + 2);
     }
 
+    /// A zones multi-key write answers every key, as each zone took it.
+    #[test]
+    fn zones_multi_key_writes_answer_every_key() {
+        let p = pools(&["a", "b", "c"], 15);
+        let counters = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        let items: Vec<(&[u8], &[u8])> = vec![(b"x", b"1"), (b"y", b"2")];
+        let set = now(&p[0].1, root.set_multi(&items, 0, crate::Expiry::NEVER));
+        assert!(
+            matches!(
+                set[..],
+                [Ok(StoreOutcome::Stored), Ok(StoreOutcome::Stored)]
+            ),
+            "{set:?}"
+        );
+        assert_eq!(held(&p, 2, "y").as_deref(), Some(&b"2"[..]));
+        let keys: Vec<&[u8]> = vec![b"x", b"nothing"];
+        let deleted = now(&p[0].1, root.delete_multi(&keys));
+        use crate::outcome::DeleteOutcome;
+        assert!(
+            matches!(
+                deleted[..],
+                [Ok(DeleteOutcome::Deleted), Ok(DeleteOutcome::NotFound)]
+            ),
+            "{deleted:?}"
+        );
+        assert_eq!(held(&p, 0, "x"), None);
+    }
+
+    /// A warming zone is written but does not count toward the acknowledgement: with every
+    /// read zone required and one of them down, a write is refused though the warming zone
+    /// took it.
+    #[test]
+    fn a_warming_zone_does_not_acknowledge_a_write() {
+        let p = pools(&["a", "b", "c"], 16);
+        let counters = Arc::default();
+        let z = |n: &str| Zone::new(n, RouteNode::pool(n));
+        let root = RouteNode::Zones(ZoneRoute::new(
+            [z("a"), z("b"), z("c").warming()],
+            "b",
+            Ack::All,
+        ))
+        .build(&p, &counters, SystemTime::now())
+        .expect("builds");
+        fail(&p, 0);
+        let r = now(&p[0].1, root.write(b"k", set(b"v")));
+        assert!(r.is_err(), "one of two read zones took it: {r:?}");
+        assert_eq!(held(&p, 2, "k").as_deref(), Some(&b"v"[..]), "warming zone");
+    }
+
+    /// A route describes itself with each pool's name and servers.
+    #[test]
+    fn a_route_describes_its_pools_and_servers() {
+        let p = pools(&["a"], 17);
+        let counters = Arc::default();
+        let pool = RouteNode::pool("a")
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert_eq!(pool.describe(), format!("a [{}]", server(&p, 0)));
+    }
+
     /// A multi-get's key that a zone answered with a miss stays a miss when a zone read after
     /// it fails; a key no zone answered gets the failure.
     #[test]
