@@ -253,6 +253,14 @@ mod tests {
         p[pool].1.held(&server, key)
     }
 
+    /// Pool `pool`'s next requests are answered `replies`, in order.
+    fn answer_next(p: &Pools, pool: usize, replies: &[&'static [u8]]) {
+        let mut script = crate::core::fake::lock(&p[pool].1.script);
+        for &r in replies {
+            script.push_back(Box::new(move |_| r.to_vec()));
+        }
+    }
+
     /// The one server of pool `pool`.
     fn fail(p: &Pools, pool: usize) {
         let server = p[pool].1.core().ring().servers()[0].addr.clone();
@@ -644,8 +652,7 @@ mod tests {
             .build(&p, &counters, SystemTime::now())
             .expect("builds");
         assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
-        crate::core::fake::lock(&p[1].1.script)
-            .push_back(Box::new(|_| b"SERVER_ERROR out of memory\r\n".to_vec()));
+        answer_next(&p, 1, &[b"SERVER_ERROR out of memory\r\n"]);
         let got = now(&p[0].1, root.get(b"k"));
         assert!(
             matches!(&got, Err(e) if !e.is_server_failure()),
@@ -750,6 +757,76 @@ mod tests {
             .build(&p, &counters, SystemTime::now())
             .expect("builds");
         assert_eq!(pool.describe(), format!("a [{}]", server(&p, 0)));
+    }
+
+    /// A read that the local zone answers counts no fallback; one that a later zone answers
+    /// counts a fallback read and hit.
+    #[test]
+    fn only_a_later_zone_s_hit_counts_as_a_fallback_hit() {
+        let p = pools(&["a", "b", "c"], 18);
+        let counters: Arc<Counters> = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
+        assert!(matches!(now(&p[0].1, root.get(b"k")), Ok(Some(_))));
+        let s = counters.snapshot();
+        assert_eq!((s.zone_fallback_reads, s.zone_fallback_hits), (0, 0));
+        fail(&p, 1);
+        assert!(matches!(now(&p[0].1, root.get(b"k")), Ok(Some(_))));
+        let s = counters.snapshot();
+        assert_eq!((s.zone_fallback_reads, s.zone_fallback_hits), (1, 1));
+    }
+
+    /// A zones multi-get whose local zone refuses it (an error about the request, not a
+    /// failed server) answers that refusal, without asking the other zones.
+    #[test]
+    fn a_zones_multi_get_refused_by_the_local_zone_is_that_refusal() {
+        let p = pools(&["a", "b", "c"], 19);
+        let counters: Arc<Counters> = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
+        answer_next(&p, 1, &[b"SERVER_ERROR out of memory\r\n"]);
+        let keys: Vec<&[u8]> = vec![b"k"];
+        let got = now(&p[0].1, root.get_multi(&keys));
+        assert!(
+            matches!(&got[..], [Err(e)] if !e.is_server_failure()),
+            "the local zone's refusal: {got:?}"
+        );
+        assert_eq!(counters.snapshot().zone_fallback_reads, 0);
+    }
+
+    /// Zones whose multi-key writes answer differently: the caller gets the answer of a zone
+    /// that took the write (stored, deleted), not the local zone's other answer.
+    #[test]
+    fn a_zones_multi_key_write_answers_as_the_zone_that_took_it() {
+        let p = pools(&["a", "b", "c"], 20);
+        let counters = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        // the local zone b does not store it; a fake connection's first write goes after a
+        // `version`, the login probe (`Link::advance`)
+        answer_next(&p, 1, &[b"VERSION 1.6.21\r\n", b"NOT_STORED\r\n"]);
+        let items: Vec<(&[u8], &[u8])> = vec![(b"x", b"1")];
+        let stored = now(&p[0].1, root.set_multi(&items, 0, crate::Expiry::NEVER));
+        assert!(
+            matches!(stored[..], [Ok(StoreOutcome::Stored)]),
+            "{stored:?}"
+        );
+        // only zone a holds `y`
+        let a = RouteNode::pool("a")
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        assert!(now(&p[0].1, a.write(b"y", set(b"2"))).is_ok());
+        let keys: Vec<&[u8]> = vec![b"y"];
+        let deleted = now(&p[0].1, root.delete_multi(&keys));
+        assert!(
+            matches!(deleted[..], [Ok(crate::outcome::DeleteOutcome::Deleted)]),
+            "{deleted:?}"
+        );
     }
 
     /// A multi-get's key that a zone answered with a miss stays a miss when a zone read after
