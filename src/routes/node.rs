@@ -314,6 +314,17 @@ mod tests {
         assert_eq!(counters.snapshot().unmatched, 2);
     }
 
+    /// Zones a, b (local) and c, each one pool of one server on `port`, a quorum
+    /// acknowledging: the pools, the route's counters and the built route.
+    fn quorum_zones(port: u16) -> (Pools, Arc<Counters>, super::super::policy::Node<Arc<Fake>>) {
+        let p = pools(&["a", "b", "c"], port);
+        let counters: Arc<Counters> = Arc::default();
+        let root = zones(Ack::Quorum)
+            .build(&p, &counters, SystemTime::now())
+            .expect("builds");
+        (p, counters, root)
+    }
+
     fn zones(ack: Ack) -> RouteNode {
         let z = |n: &str| Zone::new(n, RouteNode::pool(n));
         RouteNode::Zones(ZoneRoute::new([z("a"), z("b"), z("c")], "b", ack))
@@ -321,11 +332,7 @@ mod tests {
 
     #[test]
     fn zones_write_everywhere_and_read_the_local_zone_first() {
-        let p = pools(&["a", "b", "c"], 2);
-        let counters = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(2);
         let r = now(&p[0].1, root.write(b"k", set(b"v1")));
         assert_eq!(r.ok(), Some(Written::Store(StoreOutcome::Stored)));
         for z in 0..3 {
@@ -539,11 +546,7 @@ mod tests {
     /// the new value kept.
     #[test]
     fn a_zones_cas_repairs_the_other_zones() {
-        let p = pools(&["a", "b", "c"], 8);
-        let counters = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, _, root) = quorum_zones(8);
         assert!(now(&p[0].1, root.write(b"k", set(b"v1"))).is_ok());
         let got = now(&p[0].1, root.gets(b"k")).expect("gets").expect("a hit");
         assert_eq!(got.token.server, server(&p, 1), "the local zone answers");
@@ -562,11 +565,7 @@ mod tests {
     /// answers differently in a zone deletes that zone's copy.
     #[test]
     fn zones_that_differ_are_found_and_a_divergent_answer_is_repaired() {
-        let p = pools(&["a", "b", "c"], 9);
-        let counters: Arc<Counters> = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(9);
         assert!(now(&p[0].1, root.write(b"n", set(b"1"))).is_ok());
         assert_eq!(now(&p[0].1, root.verify(b"n")).ok(), Some(true));
         assert_eq!(counters.snapshot().zone_divergences, 0, "copies agree");
@@ -601,11 +600,7 @@ mod tests {
     /// answered.
     #[test]
     fn a_zones_multi_get_counts_only_the_fallback_zones_hits() {
-        let p = pools(&["a", "b", "c"], 10);
-        let counters: Arc<Counters> = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(10);
         assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
         let keys: Vec<&[u8]> = vec![b"k", b"missing"];
         let got = now(&p[0].1, root.get_multi(&keys));
@@ -628,11 +623,7 @@ mod tests {
     /// only when no zone answered is it the failure.
     #[test]
     fn a_zones_miss_beats_another_zone_s_failure() {
-        let p = pools(&["a", "b", "c"], 11);
-        let counters = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, _, root) = quorum_zones(11);
         fail(&p, 0);
         let got = now(&p[0].1, root.get(b"missing"));
         assert!(matches!(got, Ok(None)), "{got:?}");
@@ -646,11 +637,7 @@ mod tests {
     /// that error: the other zones are not asked.
     #[test]
     fn a_zones_read_refused_by_the_local_zone_is_that_refusal() {
-        let p = pools(&["a", "b", "c"], 13);
-        let counters: Arc<Counters> = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(13);
         assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
         answer_next(&p, 1, &[b"SERVER_ERROR out of memory\r\n"]);
         let got = now(&p[0].1, root.get(b"k"));
@@ -699,11 +686,7 @@ mod tests {
     /// A zones multi-key write answers every key, as each zone took it.
     #[test]
     fn zones_multi_key_writes_answer_every_key() {
-        let p = pools(&["a", "b", "c"], 15);
-        let counters = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, _, root) = quorum_zones(15);
         let items: Vec<(&[u8], &[u8])> = vec![(b"x", b"1"), (b"y", b"2")];
         let set = now(&p[0].1, root.set_multi(&items, 0, crate::Expiry::NEVER));
         assert!(
@@ -763,11 +746,7 @@ mod tests {
     /// counts a fallback read and hit.
     #[test]
     fn only_a_later_zone_s_hit_counts_as_a_fallback_hit() {
-        let p = pools(&["a", "b", "c"], 18);
-        let counters: Arc<Counters> = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(18);
         assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
         assert!(matches!(now(&p[0].1, root.get(b"k")), Ok(Some(_))));
         let s = counters.snapshot();
@@ -782,11 +761,7 @@ mod tests {
     /// failed server) answers that refusal, without asking the other zones.
     #[test]
     fn a_zones_multi_get_refused_by_the_local_zone_is_that_refusal() {
-        let p = pools(&["a", "b", "c"], 19);
-        let counters: Arc<Counters> = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(19);
         assert!(now(&p[0].1, root.write(b"k", set(b"v"))).is_ok());
         answer_next(&p, 1, &[b"SERVER_ERROR out of memory\r\n"]);
         let keys: Vec<&[u8]> = vec![b"k"];
@@ -802,11 +777,7 @@ mod tests {
     /// that took the write (stored, deleted), not the local zone's other answer.
     #[test]
     fn a_zones_multi_key_write_answers_as_the_zone_that_took_it() {
-        let p = pools(&["a", "b", "c"], 20);
-        let counters = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, counters, root) = quorum_zones(20);
         // the local zone b does not store it; a fake connection's first write goes after a
         // `version`, the login probe (`Link::advance`)
         answer_next(&p, 1, &[b"VERSION 1.6.21\r\n", b"NOT_STORED\r\n"]);
@@ -833,11 +804,7 @@ mod tests {
     /// it fails; a key no zone answered gets the failure.
     #[test]
     fn a_zones_multi_get_keeps_a_miss_over_a_later_zone_s_failure() {
-        let p = pools(&["a", "b", "c"], 12);
-        let counters = Arc::default();
-        let root = zones(Ack::Quorum)
-            .build(&p, &counters, SystemTime::now())
-            .expect("builds");
+        let (p, _, root) = quorum_zones(12);
         // zone c is read last (the local zone b, then a, then c)
         fail(&p, 2);
         let keys: Vec<&[u8]> = vec![b"missing", b"gone"];
