@@ -868,6 +868,18 @@ mod tests {
         assert_eq!(Retrieve::many(one).command(), "get_multi");
     }
 
+    /// A retrieval names its keys by place (for its span), whatever slice holds them.
+    #[test]
+    fn a_retrieval_names_its_keys_by_place() {
+        let held: Vec<std::borrow::Cow<'_, [u8]>> = vec![b"a"[..].into(), b"bc".to_vec().into()];
+        let ex = Retrieve::many(&held);
+        assert_eq!(
+            (ex.key(0), ex.key(1), ex.key(2)),
+            (Some(&b"a"[..]), Some(&b"bc"[..]), None)
+        );
+        assert_eq!(ex.key_count(), 2);
+    }
+
     /// A key asked twice is answered twice, each value in its own place.
     #[test]
     fn a_key_asked_twice_gets_both_its_values() {
