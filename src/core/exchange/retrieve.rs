@@ -679,7 +679,19 @@ mod tests {
             &mut rb,
             b"VALUE b 0 1\r\ny\r\nVALUE a 0 1\r\nx\r\nEND\r\n",
         );
-        assert!(matches!(r, Err(Error::Protocol { .. })), "{r:?}");
+        assert!(
+            matches!(&r, Err(e @ Error::Protocol { .. }) if e.to_string().contains("again or out of order")),
+            "a key asked, out of order: {r:?}"
+        );
+
+        ex.restart();
+        let mut rb = ReadBuf::default();
+        let _ = ex.step(&mut rb, &mut Vec::new(), &ctx);
+        let r = feed(&mut ex, &mut rb, b"VALUE d 0 1\r\nw\r\nEND\r\n");
+        assert!(
+            matches!(&r, Err(e @ Error::Protocol { .. }) if e.to_string().contains("not requested")),
+            "a key not asked: {r:?}"
+        );
     }
 
     /// Values are taken out of the buffer when a read's items are all parsed: a reply
