@@ -15,8 +15,9 @@ use std::ops::Range;
 /// result.
 ///
 /// The keys are any slice of byte strings: a multi-get reads a server's group of wire keys as
-/// they are (copying them into a slice of `&[u8]` first was an allocation per server and ~10
-/// instructions a key, callgrind).
+/// they are (copying them into a slice of `&[u8]` first was an allocation per server and a
+/// copy of every key; without them, 1,196 -> 1,186 instructions a key of a 100-key multi-get
+/// over 4 servers, callgrind).
 #[derive(Debug)]
 pub(crate) struct Retrieve<'a, K = &'a [u8]> {
     keys: &'a [K],
