@@ -123,7 +123,7 @@ pub struct DumpSummary {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerPlacement {
-    /// Keys read from the server's dump.
+    /// Keys read from the server's dump, each counted once.
     pub sampled: u64,
     /// Of those, the keys the client places on this server.
     pub agree: u64,

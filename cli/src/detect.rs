@@ -6,6 +6,7 @@ use crate::{Failure, NetArgs, usage};
 use clap::Args;
 use memshard::detect::{CodecTally, Detection, Detector};
 use memshard::{Client, Flavor, Server};
+use std::collections::HashSet;
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -161,7 +162,13 @@ pub fn run(a: DetectArgs) -> Result<(), Failure> {
                     let mut sample_keys: Vec<Vec<u8>> = Vec::new();
                     let want = a.sample_values;
                     let mut listed = 0u64;
+                    // a key the crawler lists twice (moved between sub-LRUs mid-walk; see
+                    // `Client::metadump`) is one key: counted once
+                    let mut seen = HashSet::new();
                     let dumped = c.metadump(&list[i].addr, share, |k| {
+                        if !seen.insert(k.key.clone()) {
+                            return;
+                        }
                         listed += 1;
                         det.observe(&k.key, i);
                         progress(det.keys(), i + 1, n);
@@ -254,7 +261,7 @@ fn server_failed(e: &memshard::Error, dump: bool) -> Failure {
     }
 }
 
-/// Up to `max` keys of `path`, one per line (LF or CRLF), empty lines skipped.
+/// Up to `max` keys of `path`, one per line (LF or CRLF), each once; empty lines skipped.
 fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
     let f = std::fs::File::open(path)
         .map_err(|e| usage(format!("cannot read key file {}: {e}", path.display())))?;
@@ -262,6 +269,7 @@ fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
     let mut input = io::BufReader::new(f);
     let mut line = Vec::new();
     let mut skipped = 0usize;
+    let mut seen = HashSet::new();
     while keys.len() < max {
         line.clear();
         if input.read_until(b'\n', &mut line)? == 0 {
@@ -271,7 +279,11 @@ fn read_keys(path: &PathBuf, max: usize) -> Result<Vec<Vec<u8>>, Failure> {
         let k = k.strip_suffix(b"\r").unwrap_or(k);
         // a log line that is no memcached key cannot be on any server
         match memshard::proto::validate_key(k) {
-            Ok(()) => keys.push(k.to_vec()),
+            Ok(()) => {
+                if seen.insert(k.to_vec()) {
+                    keys.push(k.to_vec());
+                }
+            }
             Err(_) if k.is_empty() => {}
             Err(_) => skipped += 1,
         }

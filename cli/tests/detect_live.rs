@@ -799,8 +799,8 @@ fn detect_finds_nutcracker_ketama() {
 
 /// A loopback fake of a server holding 3 items (`stats`: `curr_items 3`) whose LRU crawler is
 /// in the way of the first dumps: the first `lru_crawler metadump all` answers BUSY, the second
-/// lists one key and ends, the third lists all three (as memcached does once its own crawl is
-/// over); gets miss.
+/// lists one key and ends, the third lists all three, one of them twice (as memcached does
+/// once its own crawl is over, and when its LRU maintainer moves a key mid-crawl); gets miss.
 fn crawler_busy_fake() -> String {
     let l = TcpListener::bind((Ipv4Addr::new(127, 0, 41, 10), 0)).expect("bind the fake");
     let addr = l.local_addr().expect("addr").to_string();
@@ -819,7 +819,7 @@ fn crawler_busy_fake() -> String {
                         match dumps.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
                             0 => "BUSY currently processing crawler request\r\n".to_string(),
                             1 => item("a") + "END\r\n",
-                            _ => item("a") + &item("b") + &item("c") + "END\r\n",
+                            _ => item("a") + &item("b") + &item("a") + &item("c") + "END\r\n",
                         }
                     } else if line.starts_with("get ") {
                         "END\r\n".to_string()
@@ -913,6 +913,8 @@ fn detect_names_a_refused_metadump_and_key_file_finds_the_keys() {
     // --key-file: the keys looked up on every server, plus some no server holds
     let mut lines: Vec<String> = keys.clone();
     lines.extend((0..50).map(|i| format!("nowhere:{i}")));
+    // a key listed twice is one key
+    lines.extend(keys[..20].iter().cloned());
     // log lines that are no key: skipped, counted on standard error
     lines.extend(["two words".to_string(), "x".repeat(251)]);
     let key_file = write_file(&tmp.0, "keys.txt", &(lines.join("\r\n") + "\n"));

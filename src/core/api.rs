@@ -463,6 +463,10 @@ macro_rules! command_methods {
         /// server that refuses dumps (`-o no_lru_crawler`, `-o no_dump`, a proxy, an older
         /// memcached) fails with [`Error::Server`]($crate::Error::Server) naming its reply.
         /// Each read of the dump has the read timeout.
+        ///
+        /// A key can be listed twice: memcached's crawler walks each sub-LRU (hot, warm, cold)
+        /// in turn, and a key its LRU maintainer moves to another sub-LRU mid-walk is met
+        /// again there (crawler.c, items.c). A caller counting keys keeps the ones it saw.
         pub $($async)? fn metadump(
             &self,
             server: &str,

@@ -387,17 +387,21 @@ pub(crate) async fn metadump<T: Transport>(
 }
 
 /// Up to `per_server` keys of each server's dump, each checked against the client's own
-/// placement (the ring over every configured server). Servers one after the other: the
-/// crawler runs one dump at a time per server anyway, and a sample is small.
+/// placement (the ring over every configured server), each counted once. Servers one after
+/// the other: the crawler runs one dump at a time per server anyway, and a sample is small.
 pub(crate) async fn check_placement<T: Transport>(t: &T, per_server: usize) -> PlacementCheck {
     let core = t.core();
     let view = core.view();
     let mut servers = Vec::with_capacity(view.members.len());
     for (i, m) in view.members.iter().enumerate() {
         let mut p = ServerPlacement::default();
+        // memcached's crawler can list a key twice (see `Client::metadump`); a sample is
+        // small, so the keys seen are kept to count each once
+        let mut seen = std::collections::HashSet::new();
         let r = {
             let (keys, ring) = (&core.keys, &view.full);
             let mut sink = |k: DumpedKey| match keys.hashed_of_wire(&k.key) {
+                _ if !seen.insert(k.key.clone()) => {}
                 None => p.foreign += 1,
                 Some(hashed) => {
                     p.sampled += 1;
@@ -442,6 +446,27 @@ mod tests {
     use crate::core::fake::Fake;
     use crate::core::transport::now;
     use crate::error::Error;
+
+    /// A dump that lists a key twice (memcached's crawler meets a key moved between sub-LRUs
+    /// again) counts it once, as sampled and as agreeing.
+    #[test]
+    fn check_placement_counts_a_key_listed_twice_once() {
+        let f = Fake::new("127.0.0.1:1", |b| b);
+        let line = |k: &str| format!("key={k} exp=-1 la=1 cas=1 fetch=no cls=1 size=60\n");
+        let dump = [line("a"), line("b"), line("a"), "END\r\n".into()].concat();
+        for _ in 0..2 {
+            let dump = dump.clone();
+            crate::core::fake::lock(&f.script).push_back(Box::new(move |req: &[u8]| {
+                match req.starts_with(b"lru_crawler metadump") {
+                    true => dump.into_bytes(),
+                    false => b"VERSION 1.6.18\r\n".to_vec(),
+                }
+            }));
+        }
+        let check = now(&f, check_placement(&f, 100));
+        let p = check.servers[0].1.as_ref().expect("dumped");
+        assert_eq!((p.sampled, p.agree, p.foreign), (2, 2, 0), "{check:?}");
+    }
 
     /// Multi-key writes over three servers: each key's result in its input place, a value too
     /// large refused in its own place, and every key on the server the ring names.
