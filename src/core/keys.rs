@@ -44,7 +44,19 @@ pub(crate) fn shortened(wire: &[u8]) -> Vec<u8> {
 
 impl KeyRules {
     /// The key as sent: validated, with the prefix in front.
+    // Inlined, with its common case first: as a call, with the prefix, shortening and error
+    // paths in it, this was ~34 of a multi-get's ~1,190 instructions a key (callgrind).
+    #[inline]
     pub(crate) fn wire<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
+        if self.prefix.is_empty() && proto::sendable(key) {
+            return Ok(Cow::Borrowed(key));
+        }
+        self.wire_slow(key)
+    }
+
+    /// [`KeyRules::wire`] with a prefix, a key to shorten, or a key refused.
+    #[inline(never)]
+    fn wire_slow<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
         let mut wire: Cow<'k, [u8]> = if self.prefix.is_empty() {
             Cow::Borrowed(key)
         } else {

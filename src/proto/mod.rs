@@ -14,6 +14,7 @@ pub mod metadump;
 mod reply;
 mod request;
 
+pub(crate) use key::sendable;
 pub use key::{KeyError, MAX_KEY_LEN, validate_key};
 pub(crate) use reply::parse_value_of;
 pub use reply::{MAX_LINE, ParseError, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval};
