@@ -386,8 +386,8 @@ impl Client {
         let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
         let runs = batch.groups.iter().map(|g| async move {
-            let mut ex = Retrieve::many(&g.wire);
-            let r = self.on(&g.member, &mut ex).await;
+            let mut ex = Retrieve::many(g.wire);
+            let r = self.on(g.member, &mut ex).await;
             (ex, r)
         });
         // each server's span is made while this future runs in the command's: its parent

@@ -275,7 +275,7 @@ impl Client {
         let mut exs: Vec<Retrieve<'_, _>> = batch
             .groups
             .iter()
-            .map(|g| Retrieve::many(&g.wire))
+            .map(|g| Retrieve::many(g.wire))
             .collect();
         // Like libmemcached's mget: first one write to every server, then read the replies
         // server by server. The servers work in parallel while we read; no thread is spawned

@@ -4,7 +4,7 @@
 use super::Core;
 use super::exchange::Retrieve;
 use super::failure::eject::ServerPool;
-use super::route::{Group, finish};
+use super::route::{Group, Groups, finish};
 
 /// A multi-get's results, one per input key: a miss until a value (or an error) is placed.
 pub(crate) type Answers = Vec<Result<Option<Item>>>;
@@ -28,16 +28,16 @@ pub(crate) struct Batch<'k, P, T> {
     /// Flags and expiry of a storage batch.
     meta: (u32, u32),
     out: Slots<T>,
-    pub(crate) groups: Vec<Group<'k, P>>,
+    pub(crate) groups: Groups<'k, P>,
 }
 
 impl<'k, P, T> Batch<'k, P, T> {
     /// The `set` requests of `g` (`noreply` for a noreply batch).
-    pub(crate) fn sets<'a>(&'a self, g: &'a Group<'k, P>, noreply: bool) -> Vec<Request<'a>> {
+    pub(crate) fn sets<'a>(&'a self, g: Group<'a, 'k, P>, noreply: bool) -> Vec<Request<'a>> {
         let (flags, exptime) = self.meta;
         g.idx
             .iter()
-            .zip(&g.wire)
+            .zip(g.wire)
             .map(|(&i, key)| Request::Store {
                 cmd: StoreCommand::Set,
                 key,
@@ -50,7 +50,7 @@ impl<'k, P, T> Batch<'k, P, T> {
     }
 
     /// The `delete` requests of `g`.
-    pub(crate) fn deletes<'a>(&'a self, g: &'a Group<'k, P>) -> Vec<Request<'a>> {
+    pub(crate) fn deletes<'a>(&'a self, g: Group<'a, 'k, P>) -> Vec<Request<'a>> {
         g.wire
             .iter()
             .map(|key| Request::Delete {
@@ -90,7 +90,9 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
     ) where
         P: ServerPool,
     {
-        let g = &self.groups[gi];
+        let Some(g) = self.groups.get(gi) else {
+            return;
+        };
         let answered = if err.is_some() {
             ex.answered()
         } else {
@@ -99,7 +101,7 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
         let hits = ex.take_hits();
         if err.is_none() {
             let found = hits.iter().filter(|h| h.is_some()).count();
-            core.hits(&g.member, found, g.idx.len());
+            core.hits(g.member, found, g.idx.len());
         }
         // A slot is a miss until here: only hits and errors are written (moving every key's
         // 88-byte result into a slot of options, and unwrapping them all at the end, was ~90 of
@@ -199,7 +201,7 @@ mod tests {
         assert_eq!(keys.len(), 4, "four keys of server 0");
         let (batch, mut out) = core.read_batch(&keys);
         assert_eq!(batch.groups.len(), 1);
-        let mut ex = Retrieve::new(&batch.groups[0].wire, false, None);
+        let mut ex = Retrieve::new(batch.groups.get(0).expect("a group").wire, false, None);
         let ctx = Ctx {
             server: "s:1",
             max_value: 1024,

@@ -9,8 +9,8 @@ use super::exchange::{
     store_outcome,
 };
 use super::item_limit::{self, Known};
-use super::route::Group;
 use super::route::Routed;
+use super::route::{Group, Groups};
 use super::transport::Transport;
 use super::view::Member;
 use crate::Expiry;
@@ -237,9 +237,9 @@ pub(crate) async fn invalidate<T: Transport>(t: &T, key: &[u8]) -> Result<Delete
 async fn each_group<'g, 'k: 'g, T, E, O>(
     t: &T,
     (operation, keys): (&'static str, &impl Keys),
-    groups: &'g [Group<'k, T::Pool>],
-    make: impl Fn(&'g Group<'k, T::Pool>) -> E,
-    results: impl Fn(E, Result<E::Output>, &Group<'k, T::Pool>) -> Vec<Result<O>>,
+    groups: &'g Groups<'k, T::Pool>,
+    make: impl Fn(Group<'g, 'k, T::Pool>) -> E,
+    results: impl Fn(E, Result<E::Output>, Group<'g, 'k, T::Pool>) -> Vec<Result<O>>,
 ) -> Vec<Vec<Result<O>>>
 where
     T: Transport,
@@ -250,7 +250,7 @@ where
     let work = groups.iter().map(|g| (g.member.clone(), make(g))).collect();
     let done = in_span(&span, || t.on_each(work)).await;
     done.into_iter()
-        .zip(groups)
+        .zip(groups.iter())
         .map(|((ex, r), g)| results(ex, r, g))
         .collect()
 }

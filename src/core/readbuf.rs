@@ -34,6 +34,7 @@ impl Default for ReadBuf {
 
 impl ReadBuf {
     /// The received bytes not yet consumed.
+    #[inline]
     pub(crate) fn unread(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
