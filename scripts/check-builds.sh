@@ -10,8 +10,9 @@
 #
 # features: for the library (the root package `memshard`, `-p memshard`): no features, each
 #   feature of its Cargo.toml alone (read from `cargo metadata`, so a new feature is covered
-#   without editing this file), the default set unless it is empty (`default = []`) or one
-#   feature already built alone, and all features:
+#   without editing this file), and the default set unless it is empty (`default = []`) or one
+#   feature already built alone. Not all features: .ci/run's clippy lints them (workspace, all
+#   targets) and README's test command runs their doctests (38 s and 24 s more here):
 #   * `cargo clippy -p memshard --all-targets ... -- -D warnings`: lib, unit and integration
 #     tests, benches and examples; a target with `required-features` is compiled in every
 #     configuration that enables them (and must compile there), warnings included;
@@ -100,7 +101,6 @@ check_features() {
     # The default build when it differs from those: with `default = []` it is the no-feature
     # build, with one default feature that feature's build; neither is compiled twice.
     if [[ "$default_set" == *" "* ]]; then configs+=(""); fi
-    configs+=("--all-features")
 
     local c
     for c in "${configs[@]}"; do
