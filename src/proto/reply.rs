@@ -320,12 +320,42 @@ pub(crate) fn parse_value_of(
     key: &[u8],
     max_value: usize,
 ) -> Option<Result<Parsed<RetrievalItem>, ParseError>> {
-    let rest = buf
-        .strip_prefix(VALUE)?
-        .strip_prefix(key)?
-        .strip_prefix(b" ")?;
+    let rest = buf.strip_prefix(VALUE)?;
+    if !starts_with_key(rest, key) {
+        return None;
+    }
+    let rest = rest[key.len()..].strip_prefix(b" ")?;
     let header = header_after_key(buf, key.len(), rest)?;
     Some(value_item(buf, header, max_value))
+}
+
+/// Whether `buf` starts with `key`. A key of 8 to 32 bytes is compared a word at a time,
+/// inline, its last word overlapping the one before: with `strip_prefix` and its call to
+/// `memcmp` a multi-get of 10-byte keys took ~8 instructions a key more (callgrind).
+#[inline(always)]
+fn starts_with_key(buf: &[u8], key: &[u8]) -> bool {
+    let n = key.len();
+    let Some(head) = buf.get(..n) else {
+        return false;
+    };
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    match n {
+        8..=32 => {
+            let mut at = 0;
+            while at + 8 < n {
+                if word(head, at) != word(key, at) {
+                    return false;
+                }
+                at += 8;
+            }
+            word(head, n - 8) == word(key, n - 8)
+        }
+        _ => head == key,
+    }
 }
 
 /// The first line of `buf` as a retrieval reply's line, read as a line and then split into
@@ -421,6 +451,25 @@ fn value_item(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time prefix test agrees with `starts_with` for keys of 1 to 40 bytes,
+    /// with one byte changed at each place, and for a buffer shorter than the key.
+    #[test]
+    fn a_key_prefix_is_found_as_starts_with_finds_it() {
+        for n in 1..=40 {
+            let key: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut buf = key.clone();
+            buf.extend_from_slice(b" 0 1\r\n");
+            assert!(starts_with_key(&buf, &key), "{n}");
+            assert!(!starts_with_key(&buf[..n - 1], &key), "{n}: short");
+            for at in 0..n {
+                let mut other = buf.clone();
+                other[at] ^= 0x20;
+                assert!(!starts_with_key(&other, &key), "{n} at {at}");
+            }
+        }
+        assert!(starts_with_key(b"k", b""));
+    }
 
     /// A line ends at the first `\r\n`: a bare `\n`, first in the buffer or inside the
     /// line, ends nothing.
