@@ -16,7 +16,7 @@ mod request;
 
 pub(crate) use key::sendable;
 pub use key::{KeyError, MAX_KEY_LEN, validate_key};
-pub(crate) use reply::parse_value_of;
+pub(crate) use reply::value_of;
 pub use reply::{MAX_LINE, ParseError, Parsed, Reply, RetrievalItem, parse_reply, parse_retrieval};
 pub(crate) use request::encode_retrieval;
 pub use request::{Request, StoreCommand};

@@ -7,7 +7,7 @@ use crate::core::readbuf::ReadBuf;
 use crate::error::{Error, Result};
 use crate::outcome::Item;
 use crate::proto::meta::{MetaFlag, MetaItem, MetaRequest, MetaStatus};
-use crate::proto::{Parsed, RetrievalItem, encode_retrieval, parse_retrieval, parse_value_of};
+use crate::proto::{Parsed, RetrievalItem, encode_retrieval, parse_retrieval, value_of};
 use std::ops::Range;
 
 /// A retrieval of `keys` (as sent) from one server. [`Retrieve::take_hits`] holds one entry
@@ -276,16 +276,17 @@ impl<K: AsRef<[u8]>> Retrieve<'_, K> {
             let bytes = &unread[*read..];
             let base = self.start;
             let batch = &self.keys[base..self.end];
-            // the next key asked is the one a value most likely answers (a hit)
-            let expected = batch
-                .get(self.next)
-                .and_then(|k| parse_value_of(bytes, k.as_ref(), ctx.max_value));
-            let known = expected.is_some();
-            let parsed = match expected {
-                Some(p) => p?,
-                None => parse_retrieval(bytes, ctx.max_value)?,
-            };
-            let (item, used) = match parsed {
+            // the next key asked is the one a value most likely answers (a hit); a value in
+            // this batch leaves keys to read, so no check of the end follows it
+            let next = batch.get(self.next);
+            if let Some(v) = next.and_then(|k| value_of(bytes, k.as_ref(), ctx.max_value)) {
+                let data = *read + v.data.start..*read + v.data.end;
+                self.queue((base + self.next, data, v.flags, v.cas));
+                self.next += 1;
+                *read += v.used;
+                continue;
+            }
+            let (item, used) = match parse_retrieval(bytes, ctx.max_value)? {
                 Parsed::Incomplete => return Ok(Step::Read),
                 Parsed::Done(item, used) => (item, used),
             };
@@ -296,14 +297,11 @@ impl<K: AsRef<[u8]>> Retrieve<'_, K> {
                     data,
                     cas,
                 } => {
-                    if !known {
-                        let k = &bytes[key];
-                        let Some(at) = batch[self.next..].iter().position(|w| w.as_ref() == k)
-                        else {
-                            return Err(not_asked(k, batch, ctx.server));
-                        };
-                        self.next += at;
-                    }
+                    let k = &bytes[key];
+                    let Some(at) = batch[self.next..].iter().position(|w| w.as_ref() == k) else {
+                        return Err(not_asked(k, batch, ctx.server));
+                    };
+                    self.next += at;
                     let data = *read + data.start..*read + data.end;
                     self.queue((base + self.next, data, flags, cas));
                     self.next += 1;
