@@ -474,6 +474,28 @@ fn value_item(
 mod tests {
     use super::*;
 
+    /// A value of the expected key is read whole up to the size limit; one over it, or one
+    /// not all here, or another key's, is left to `parse_retrieval`, which refuses the first.
+    #[test]
+    fn a_known_value_is_read_only_whole_and_within_the_limit() {
+        let buf = b"VALUE k 3 5 9\r\nhello\r\nEND\r\n";
+        let whole = KnownValue {
+            flags: 3,
+            data: 15..20,
+            cas: Some(9),
+            used: 22,
+        };
+        assert_eq!(value_of(buf, b"k", 5), Some(whole));
+        assert_eq!(value_of(buf, b"k", 4), None);
+        assert!(matches!(
+            parse_retrieval(buf, 4),
+            Err(ParseError::ValueTooLarge { announced: 5, .. })
+        ));
+        assert_eq!(value_of(&buf[..21], b"k", 5), None);
+        assert_eq!(value_of(buf, b"j", 5), None);
+        assert_eq!(value_of(b"VALUE k 0 1\r\nxx\r\n", b"k", 5), None);
+    }
+
     /// The word-at-a-time prefix test agrees with `starts_with` for keys of 1 to 40 bytes,
     /// with one byte changed at each place, and for a buffer shorter than the key.
     #[test]
