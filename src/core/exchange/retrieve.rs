@@ -270,7 +270,7 @@ impl<K: AsRef<[u8]>> Retrieve<'_, K> {
     /// a value is queued for [`Retrieve::settle`], which takes all of them out of the buffer
     /// at once, whatever this returns.
     fn read_text(&mut self, rb: &ReadBuf, ctx: &Ctx, read: &mut usize) -> Result<Step<()>> {
-        // looked up once per read, not once per value (~11 instructions a key, callgrind)
+        // looked up once per read, not once per value (~6 instructions a key, callgrind)
         let unread = rb.unread();
         loop {
             let bytes = &unread[*read..];
