@@ -98,22 +98,24 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
         } else {
             g.idx.len()
         };
-        let hits = ex.take_hits();
+        let found = ex.take_found();
         if err.is_none() {
-            let found = hits.iter().filter(|h| h.is_some()).count();
-            core.hits(g.member, found, g.idx.len());
+            core.hits(g.member, found.len(), g.idx.len());
         }
         // A slot is a miss until here: only hits and errors are written (moving every key's
         // 88-byte result into a slot of options, and unwrapping them all at the end, was ~90 of
         // a 100-key multi-get's ~1,540 instructions a key, callgrind).
-        for (j, (&i, hit)) in g.idx.iter().zip(hits).enumerate() {
-            match (err, hit) {
-                (Some(e), _) if j >= answered => out[i] = Err(e.clone()),
-                (_, Some(item)) => {
-                    core.near_keep(self.keys[i], &item);
-                    out[i] = Ok(Some(item));
-                }
-                (_, None) => {}
+        for (j, item) in found {
+            // a value read in a batch that was not read to its end is not final
+            let Some(&i) = g.idx.get(j).filter(|_| j < answered) else {
+                break;
+            };
+            core.near_keep(self.keys[i], &item);
+            out[i] = Ok(Some(item));
+        }
+        if let Some(e) = err {
+            for &i in g.idx.get(answered..).unwrap_or_default() {
+                out[i] = Err(e.clone());
             }
         }
     }
@@ -216,8 +218,12 @@ mod tests {
             ex.step(&mut rb, &mut Vec::new(), &ctx),
             Ok(Step::WriteThenRead)
         ));
-        // the first line's reply (a hit and a miss), then nothing more
-        let reply = format!("VALUE {} 0 1\r\nx\r\nEND\r\n", keys[0]);
+        // the first line's reply (a hit and a miss), then a value of the second line's and
+        // nothing more: that line was not read to its end, so its value is not final
+        let reply = format!(
+            "VALUE {} 0 1\r\nx\r\nEND\r\nVALUE {} 0 1\r\ny\r\n",
+            keys[0], keys[2]
+        );
         rb.spare()[..reply.len()].copy_from_slice(reply.as_bytes());
         rb.filled(reply.len());
         assert!(matches!(

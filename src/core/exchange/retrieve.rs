@@ -80,14 +80,26 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
         self.start
     }
 
-    /// The values read so far, one entry per key.
-    pub(crate) fn take_hits(&mut self) -> Vec<Option<Item>> {
-        self.hits.take_all()
+    /// The values read so far, each with its key's index, ascending.
+    pub(crate) fn take_found(&mut self) -> Vec<(usize, Item)> {
+        self.hits.take_found()
     }
 
-    /// The one value of a single-key retrieval.
+    /// The values read so far, one entry per key.
+    #[cfg(test)]
+    pub(crate) fn take_hits(&mut self) -> Vec<Option<Item>> {
+        let mut all: Vec<Option<Item>> = std::iter::repeat_with(|| None)
+            .take(self.keys.len())
+            .collect();
+        for (i, item) in self.hits.take_found() {
+            all[i] = Some(item);
+        }
+        all
+    }
+
+    /// The one value of a single-key retrieval (the last key's).
     pub(crate) fn take_item(&mut self) -> Option<Item> {
-        self.hits.take_last()
+        self.hits.take_last(self.keys.len().saturating_sub(1))
     }
 
     /// One past the last key of the batch starting at `start`: as many keys as `caps` let one
@@ -121,12 +133,15 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
     }
 }
 
-/// One result per key. A single key's is held in place: a `get` allocates nothing for it (the
+/// The values found. A single key's is held in place: a `get` allocates nothing for it (the
 /// list's allocation and free were ~250 of an async get's ~5,800 instructions, callgrind).
 #[derive(Debug)]
 enum Hits {
     One(Option<Item>),
-    Many(Vec<Option<Item>>),
+    /// Each value with its key's index, ascending. Only hits are written: a slot per key, each
+    /// first set to `None` and all read again to place them, was ~20 instructions a key of a
+    /// 100-key multi-get (callgrind).
+    Many(Vec<(usize, Item)>),
 }
 
 impl Hits {
@@ -134,40 +149,44 @@ impl Hits {
         if keys == 1 {
             Hits::One(None)
         } else {
-            // not `vec![None; keys]`: that clones an `Option<Item>` per key (~16 instructions
-            // a key of a multi-get, callgrind), where writing `None` is one store
-            Hits::Many(std::iter::repeat_with(|| None).take(keys).collect())
+            Hits::Many(Vec::new())
         }
     }
 
-    /// Key `i`'s result, `None` past the last key.
-    fn slot(&mut self, i: usize) -> Option<&mut Option<Item>> {
+    /// Values read (each with its key's index), after those put before. Put as a run, not one
+    /// by one: a call per value was ~40 instructions a key of a 100-key multi-get (callgrind).
+    #[inline]
+    fn extend(&mut self, values: impl Iterator<Item = (usize, Item)>) {
         match self {
-            Hits::One(h) => (i == 0).then_some(h),
-            Hits::Many(v) => v.get_mut(i),
+            // a single key has at most one value
+            Hits::One(h) => *h = values.last().map(|(_, item)| item),
+            Hits::Many(v) => v.extend(values),
         }
     }
 
     fn found(&self) -> usize {
         match self {
             Hits::One(h) => usize::from(h.is_some()),
-            Hits::Many(v) => v.iter().filter(|h| h.is_some()).count(),
+            Hits::Many(v) => v.len(),
         }
     }
 
-    /// Every key's result, in order, leaving none.
-    fn take_all(&mut self) -> Vec<Option<Item>> {
+    /// Every value found, with its key's index, ascending, leaving none.
+    fn take_found(&mut self) -> Vec<(usize, Item)> {
         match self {
-            Hits::One(h) => vec![h.take()],
+            Hits::One(h) => h.take().map(|item| (0, item)).into_iter().collect(),
             Hits::Many(v) => std::mem::take(v),
         }
     }
 
-    /// The last key's result, leaving none.
-    fn take_last(&mut self) -> Option<Item> {
+    /// Key `last`'s value, leaving none.
+    fn take_last(&mut self, last: usize) -> Option<Item> {
         match self {
             Hits::One(h) => h.take(),
-            Hits::Many(v) => v.pop().flatten(),
+            Hits::Many(v) => match v.last() {
+                Some((i, _)) if *i == last => v.pop().map(|(_, item)| item),
+                _ => None,
+            },
         }
     }
 }
@@ -341,19 +360,15 @@ impl<K: AsRef<[u8]>> Retrieve<'_, K> {
             // slice it from and drop (~40 of an async get's ~5,100 instructions, callgrind)
             let (i, data, flags, cas) = first;
             let value = rb.take(data, read);
-            if let Some(hit) = self.hits.slot(i) {
-                *hit = Some(Item::new(value, flags, cas));
-            }
+            self.hits
+                .extend(std::iter::once((i, Item::new(value, flags, cas))));
             return;
         }
         let front = rb.take_front(read);
-        let mut put = |(i, data, flags, cas): Queued| {
-            if let Some(hit) = self.hits.slot(i) {
-                *hit = Some(Item::new(front.slice(data), flags, cas));
-            }
-        };
-        put(first);
-        self.queued.drain(..).for_each(put);
+        let values = std::iter::once(first).chain(self.queued.drain(..));
+        self.hits.extend(
+            values.map(|(i, data, flags, cas)| (i, Item::new(front.slice(data), flags, cas))),
+        );
     }
 
     /// Queues a value for [`Retrieve::settle`]; the list's room is made once, for all keys.
@@ -444,9 +459,8 @@ impl<K: AsRef<[u8]>> Retrieve<'_, K> {
                         return Err(meta::wrong_opaque(&r, bytes, &want, ctx));
                     };
                     let (data, flags, cas) = meta::item_parts(&r, self.cas, ctx)?;
-                    if let Some(hit) = self.hits.slot(at) {
-                        *hit = Some(Item::new(rb.take(data, used), flags, cas));
-                    }
+                    let item = Item::new(rb.take(data, used), flags, cas);
+                    self.hits.extend(std::iter::once((at, item)));
                     self.next = at + 1;
                     if !quiet {
                         self.start = self.keys.len();
