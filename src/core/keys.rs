@@ -69,6 +69,11 @@ impl KeyRules {
         Ok(wire)
     }
 
+    /// Whether placement hashes each key as given (not as sent, with the prefix).
+    pub(crate) fn hashes_key(&self) -> bool {
+        !self.hash_with_prefix
+    }
+
     /// What placement hashes for `key`, given its wire form.
     pub(crate) fn hashed<'a>(&self, key: &'a [u8], wire: &'a [u8]) -> &'a [u8] {
         if self.hash_with_prefix { wire } else { key }

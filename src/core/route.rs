@@ -180,35 +180,49 @@ impl<P> Core<P> {
                 Err(e) => out.fail(i, e),
             }
         }
-        let hashed: Vec<&[u8]> = idx
-            .iter()
-            .zip(&wires)
-            .map(|(&i, w)| self.keys.hashed(keys[i], w))
-            .collect();
-        let (view, owner) = loop {
+        // every key routed, and placement hashing keys as given: the keys are the list to
+        // hash (a list built key by key was ~7 instructions a key and an allocation)
+        let built: Vec<&[u8]>;
+        let hashed: &[&[u8]] = if idx.len() == keys.len() && self.keys.hashes_key() {
+            keys
+        } else {
+            built = idx
+                .iter()
+                .zip(&wires)
+                .map(|(&i, w)| self.keys.hashed(keys[i], w))
+                .collect();
+            &built
+        };
+        let (view, owner, mut next) = loop {
             let view = self.view.load_full();
             let mut owner = vec![usize::MAX; idx.len()];
+            // each server's keys counted as they are routed, for the sort below
+            let mut count = vec![0usize; view.members.len()];
             // Batch routing: eight or four md5s at a time for the common case.
-            view.routing
-                .route_each(&hashed, |j, s| owner[j] = view.to_member[s]);
+            view.routing.route_each(hashed, |j, s| {
+                let o = view.to_member[s];
+                owner[j] = o;
+                if let Some(c) = count.get_mut(o) {
+                    *c += 1;
+                }
+            });
             // routed again on the view in force if an owner rejoined meanwhile
             let stale = write
                 && owner
                     .iter()
-                    .zip(&hashed)
+                    .zip(hashed)
                     .zip(&wires)
                     .any(|((&o, h), w)| o != usize::MAX && !self.recorded(&view, h, o, w));
             if !stale {
-                break (view, owner);
+                break (view, owner, count);
             }
         };
-        drop(hashed);
         // One owner for every key (one server, or a batch of one server's keys): the lists
         // are the group's as they are; splitting them key by key was ~90 instructions a key
         // of a one-server multi-get (callgrind).
         if let Some(&first) = owner.first()
+            && next.get(first) == Some(&idx.len())
             && let Some(member) = view.members.get(first)
-            && owner.iter().all(|&o| o == first)
         {
             let n = idx.len();
             return Groups {
@@ -219,12 +233,6 @@ impl<P> Core<P> {
         }
         // A counting sort by owner: each server's range starts after the keys of the servers
         // before it; a key goes to its server's next place.
-        let mut next = vec![0usize; view.members.len()];
-        for &o in &owner {
-            if let Some(n) = next.get_mut(o) {
-                *n += 1;
-            }
-        }
         let mut ranges = Vec::new();
         let mut start = 0;
         for (o, n) in next.iter_mut().enumerate() {
