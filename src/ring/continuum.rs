@@ -1,14 +1,15 @@
 //! The frozen continuum: strictly increasing points, each with the index of its server.
 
 use super::flavor::{Search, Ties};
+use super::gaps::Gaps;
 
 /// One point and the index of the server that owns it, side by side: the point a lookup
 /// stops at and its owner are read from the same cache line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
-struct Entry {
-    point: u32,
-    owner: u32,
+pub(super) struct Entry {
+    pub(super) point: u32,
+    pub(super) owner: u32,
 }
 
 /// Sorted, de-duplicated points and their owners, built once.
@@ -31,6 +32,8 @@ pub(crate) struct Continuum {
     /// For rings past the last-level-cache-friendly size only (see [`Lines`]): each hash's
     /// owner from one cache line.
     lines: Option<Lines>,
+    /// For small rings: the owner of each hash that no point is near, from one read.
+    gaps: Option<Gaps>,
 }
 
 /// Points one [`Line`] holds.
@@ -193,6 +196,7 @@ impl Continuum {
         }
         Continuum {
             lines: Lines::build(&entries, search),
+            gaps: Gaps::build(&entries, search),
             entries: entries.into_boxed_slice(),
             index: index.into_boxed_slice(),
             shift,
@@ -219,12 +223,24 @@ impl Continuum {
         std::mem::size_of_val(&*self.entries)
             + std::mem::size_of_val(&*self.index)
             + self.lines.as_ref().map_or(0, Lines::heap_bytes)
+            + self.gaps.as_ref().map_or(0, Gaps::heap_bytes)
     }
 
     /// The owner of the point `hash` lands on ([`Continuum::position`]'s owner), or `None`
     /// when empty: from the hash's line when the ring has lines, else from the entries.
     #[inline]
     pub(crate) fn owner(&self, hash: u32) -> Option<u32> {
+        if let Some(gaps) = &self.gaps
+            && let Some(owner) = gaps.owner(hash)
+        {
+            return Some(owner);
+        }
+        self.owner_searched(hash)
+    }
+
+    /// [`Continuum::owner`] where the gaps do not answer: from the hash's line, or a search.
+    #[inline(never)]
+    fn owner_searched(&self, hash: u32) -> Option<u32> {
         let search = self.search?;
         // FirstAtOrAboveZeroLast's hash 0 is the one answer a line does not hold
         if let Some(lines) = &self.lines
@@ -339,6 +355,8 @@ mod tests {
                 let mut probes: Vec<u32> = (0..500).map(|_| next()).collect();
                 probes.extend([0, 1, u32::MAX, u32::MAX - 1]);
                 let low_mask = (1u64 << c.shift) as u32 - 1;
+                // the ends of each point's stretch of the gaps, and of the stretches beside it
+                let gap = c.gaps.as_ref().map_or(0, Gaps::span_mask);
                 probes.extend(raw.iter().flat_map(|&(p, _)| {
                     [
                         p,
@@ -346,6 +364,10 @@ mod tests {
                         p.wrapping_add(1),
                         p & !low_mask,
                         p | low_mask,
+                        p & !gap,
+                        p | gap,
+                        (p & !gap).wrapping_sub(1),
+                        (p | gap).wrapping_add(1),
                     ]
                 }));
                 for h in probes {
@@ -478,6 +500,49 @@ mod tests {
         c.lines
             .as_ref()
             .is_some_and(|l| l.lines[bucket as usize].count != OVERFLOW)
+    }
+
+    /// A small ring answers from its gaps where a hash's stretch holds no point, and from the
+    /// search where it holds one (or for `FirstAtOrAboveZeroLast`'s hash 0): gaps overwritten
+    /// with one owner give that owner exactly there, under every search. A ring with an owner
+    /// that does not fit the gaps has none, and one past 8,192 points neither.
+    #[test]
+    fn a_small_ring_answers_from_its_gaps() {
+        let mut next = xorshift(31);
+        let raw: Vec<(u32, u32)> = (0..640).map(|i| (next(), i / 160)).collect();
+        for search in SEARCHES {
+            let mut c = Continuum::build(raw.clone(), Ties::FirstInserted, search);
+            let plain = c.clone();
+            let Some(gaps) = c.gaps.as_mut() else {
+                panic!("640 points have gaps")
+            };
+            let mask = gaps.span_mask();
+            gaps.overwrite(4242);
+            let mut empty = 0;
+            for h in (0..2000).map(|_| next()).chain([0, 1, u32::MAX]) {
+                let stretch = h & !mask..=h | mask;
+                let holds_point = c.entries.iter().any(|e| stretch.contains(&e.point));
+                let first_stretch = h <= mask;
+                let searched = (holds_point
+                    || (first_stretch && search == Search::FirstAtOrAboveZeroLast))
+                    .then(|| plain.owner(h));
+                empty += usize::from(searched.is_none());
+                assert_eq!(
+                    c.owner(h),
+                    searched.unwrap_or(Some(4242)),
+                    "{search:?} {h:#x}"
+                );
+            }
+            assert!(empty > 1600, "{empty} of 2003 hashes in empty stretches");
+        }
+        for (n, owner) in [(10, 65_535), (10, 70_000), (8_193, 1)] {
+            let raw: Vec<(u32, u32)> = (0..n).map(|_| (next(), owner)).collect();
+            let c = Continuum::build(raw.clone(), Ties::FirstInserted, Search::FirstAtOrAbove);
+            assert!(c.gaps.is_none(), "{n} points, owner {owner}");
+            assert_eq!(c.owner(next()), Some(owner));
+        }
+        let c = Continuum::build(vec![(1, 1); 8_192], Ties::FirstInserted, Search::FirstAbove);
+        assert!(c.gaps.is_some(), "one point");
     }
 
     /// One point: every hash lands on it.

@@ -7,6 +7,7 @@
 mod continuum;
 mod dalli_key;
 pub mod flavor;
+mod gaps;
 pub mod hash;
 mod java;
 mod md5_key;
@@ -811,14 +812,15 @@ mod tests {
     }
 
     /// The accessors answer what the ring was built with; `continuum_bytes` counts each point
-    /// (8 bytes) and the bucket index (4 bytes a bucket, plus one end marker).
+    /// (8 bytes), the bucket index (4 bytes a bucket, plus one end marker) and the gaps (2
+    /// bytes a stretch, eight stretches a point or more).
     #[test]
     fn accessors_report_the_ring_as_built() {
         let one = vec![Server::new("10.0.0.1", 11211)];
         let ring = Ring::new(one.clone(), Flavor::Libmemcached).expect("ring");
         assert_eq!(ring.len(), 160);
-        // 160 points: 2^7 buckets
-        assert_eq!(ring.continuum_bytes(), 160 * 8 + (128 + 1) * 4);
+        // 160 points: 2^7 buckets, 2^11 stretches
+        assert_eq!(ring.continuum_bytes(), 160 * 8 + (128 + 1) * 4 + 2048 * 2);
         assert_eq!(ring.hash_tag(), None);
         let tag = HashTag::new(b'{', b'}');
         let tagged =
