@@ -48,10 +48,16 @@ impl KeyRules {
     // paths in it, this was ~34 of a multi-get's ~1,190 instructions a key (callgrind).
     #[inline]
     pub(crate) fn wire<'k>(&self, key: &'k [u8]) -> Result<Cow<'k, [u8]>> {
-        if self.prefix.is_empty() && proto::sendable(key) {
+        if self.sent_as_is(key) {
             return Ok(Cow::Borrowed(key));
         }
         self.wire_slow(key)
+    }
+
+    /// Whether `key` is sent as it is: [`KeyRules::wire`] borrows it, valid and unchanged.
+    #[inline]
+    pub(crate) fn sent_as_is(&self, key: &[u8]) -> bool {
+        self.prefix.is_empty() && proto::sendable(key)
     }
 
     /// [`KeyRules::wire`] with a prefix, a key to shorten, or a key refused.

@@ -68,6 +68,8 @@ impl<'k, P> Groups<'k, P> {
 pub(crate) trait Outcomes {
     /// Key `i` has its result already (a near-cache hit): it is not routed.
     fn decided(&self, i: usize) -> bool;
+    /// No key has its result already.
+    fn none_decided(&self) -> bool;
     /// Key `i` fails with `e`, without a request.
     fn fail(&mut self, i: usize, e: Error);
 }
@@ -76,6 +78,10 @@ pub(crate) trait Outcomes {
 impl<T> Outcomes for [Option<Result<T>>] {
     fn decided(&self, i: usize) -> bool {
         self[i].is_some()
+    }
+
+    fn none_decided(&self) -> bool {
+        self.iter().all(Option::is_none)
     }
 
     fn fail(&mut self, i: usize, e: Error) {
@@ -88,6 +94,10 @@ impl<T> Outcomes for [Option<Result<T>>] {
 impl Outcomes for [Result<Option<crate::Item>>] {
     fn decided(&self, i: usize) -> bool {
         matches!(self[i], Ok(Some(_)))
+    }
+
+    fn none_decided(&self) -> bool {
+        !self.iter().any(|r| matches!(r, Ok(Some(_))))
     }
 
     fn fail(&mut self, i: usize, e: Error) {
@@ -166,20 +176,28 @@ impl<P> Core<P> {
         out: &mut (impl Outcomes + ?Sized),
         write: bool,
     ) -> Groups<'k, P> {
-        let mut idx: Vec<usize> = Vec::with_capacity(keys.len());
-        let mut wires: Vec<Cow<'k, [u8]>> = Vec::with_capacity(keys.len());
-        for (i, k) in keys.iter().enumerate() {
-            if out.decided(i) {
-                continue;
-            }
-            match self.keys.wire(k) {
-                Ok(w) => {
-                    idx.push(i);
-                    wires.push(w);
+        let (idx, wires) = if out.none_decided() && keys.iter().all(|k| self.keys.sent_as_is(k)) {
+            // every key routed and sent as it is: the lists are built whole, without a check of
+            // room and a branch per key (~24 instructions a key of a 100-key multi-get)
+            let idx: Vec<usize> = (0..keys.len()).collect();
+            (idx, keys.iter().map(|&k| Cow::Borrowed(k)).collect())
+        } else {
+            let mut idx: Vec<usize> = Vec::with_capacity(keys.len());
+            let mut wires: Vec<Cow<'k, [u8]>> = Vec::with_capacity(keys.len());
+            for (i, k) in keys.iter().enumerate() {
+                if out.decided(i) {
+                    continue;
                 }
-                Err(e) => out.fail(i, e),
+                match self.keys.wire(k) {
+                    Ok(w) => {
+                        idx.push(i);
+                        wires.push(w);
+                    }
+                    Err(e) => out.fail(i, e),
+                }
             }
-        }
+            (idx, wires)
+        };
         // every key routed, and placement hashing keys as given: the keys are the list to
         // hash (a list built key by key was ~7 instructions a key and an allocation)
         let built: Vec<&[u8]>;
