@@ -176,7 +176,8 @@ impl<P> Core<P> {
         out: &mut (impl Outcomes + ?Sized),
         write: bool,
     ) -> Groups<'k, P> {
-        let (idx, wires) = if out.none_decided() && keys.iter().all(|k| self.keys.sent_as_is(k)) {
+        let as_is = out.none_decided() && keys.iter().all(|k| self.keys.sent_as_is(k));
+        let (idx, wires) = if as_is {
             // every key routed and sent as it is: the lists are built whole, without a check of
             // room and a branch per key (~24 instructions a key of a 100-key multi-get)
             let idx: Vec<usize> = (0..keys.len()).collect();
@@ -261,6 +262,24 @@ impl<P> Core<P> {
             start += count;
         }
         let mut sorted_idx = vec![0usize; start];
+        if as_is {
+            // the input keys are the keys as sent: only the indexes are sorted, and the keys
+            // read in their order (moving each key's `Cow`, and dropping the one it replaced,
+            // was ~24 instructions a key of a 100-key multi-get over 4 servers)
+            for (i, o) in owner.into_iter().enumerate() {
+                let Some(at) = next.get_mut(o) else {
+                    out.fail(i, no_points());
+                    continue;
+                };
+                sorted_idx[*at] = i;
+                *at += 1;
+            }
+            return Groups {
+                wire: sorted_idx.iter().map(|&i| Cow::Borrowed(keys[i])).collect(),
+                idx: sorted_idx,
+                ranges,
+            };
+        }
         let mut sorted_wire: Vec<Cow<'k, [u8]>> = vec![Cow::Borrowed(&[]); start];
         for ((i, wire), o) in idx.into_iter().zip(wires).zip(owner) {
             let Some(at) = next.get_mut(o) else {
