@@ -176,82 +176,65 @@ impl<P> Core<P> {
         out: &mut (impl Outcomes + ?Sized),
         write: bool,
     ) -> Groups<'k, P> {
-        let as_is = out.none_decided() && keys.iter().all(|k| self.keys.sent_as_is(k));
-        let (idx, wires) = if as_is {
-            // every key routed and sent as it is: the lists are built whole, without a check of
-            // room and a branch per key (~24 instructions a key of a 100-key multi-get)
-            let idx: Vec<usize> = (0..keys.len()).collect();
-            (idx, keys.iter().map(|&k| Cow::Borrowed(k)).collect())
-        } else {
-            let mut idx: Vec<usize> = Vec::with_capacity(keys.len());
-            let mut wires: Vec<Cow<'k, [u8]>> = Vec::with_capacity(keys.len());
-            for (i, k) in keys.iter().enumerate() {
-                if out.decided(i) {
-                    continue;
-                }
-                match self.keys.wire(k) {
-                    Ok(w) => {
-                        idx.push(i);
-                        wires.push(w);
-                    }
-                    Err(e) => out.fail(i, e),
-                }
-            }
-            (idx, wires)
-        };
-        // every key routed, and placement hashing keys as given: the keys are the list to
-        // hash (a list built key by key was ~7 instructions a key and an allocation)
+        let routable = self.routable(keys, out);
         let built: Vec<&[u8]>;
-        let hashed: &[&[u8]] = if idx.len() == keys.len() && self.keys.hashes_key() {
-            keys
-        } else {
-            built = idx
-                .iter()
-                .zip(&wires)
-                .map(|(&i, w)| self.keys.hashed(keys[i], w))
-                .collect();
-            &built
+        let hashed: &[&[u8]] = match &routable {
+            // every key routed, and hashed as given (or as sent, which is the same): the keys
+            // are the list to hash (a list built key by key was ~7 instructions a key and an
+            // allocation)
+            Routable::AsIs => keys,
+            Routable::Picked { idx, .. } if idx.len() == keys.len() && self.keys.hashes_key() => {
+                keys
+            }
+            Routable::Picked { idx, wires } => {
+                built = idx
+                    .iter()
+                    .zip(wires)
+                    .map(|(&i, w)| self.keys.hashed(keys[i], w))
+                    .collect();
+                &built
+            }
         };
-        let (view, owner, mut next) = loop {
+        let wire = |j: usize| -> &[u8] {
+            match &routable {
+                Routable::AsIs => keys[j],
+                Routable::Picked { wires, .. } => &wires[j],
+            }
+        };
+        let (view, owner, count) = loop {
             let view = self.view.load_full();
-            let mut owner = vec![usize::MAX; idx.len()];
-            // each server's keys counted as they are routed, for the sort below
-            let mut count = vec![0usize; view.members.len()];
-            // Batch routing: eight or four md5s at a time for the common case.
-            view.routing.route_each(hashed, |j, s| {
-                let o = view.to_member[s];
-                owner[j] = o;
-                if let Some(c) = count.get_mut(o) {
-                    *c += 1;
-                }
-            });
+            let (owner, count) = route_all(&view, hashed);
             // routed again on the view in force if an owner rejoined meanwhile
             let stale = write
                 && owner
                     .iter()
-                    .zip(hashed)
-                    .zip(&wires)
-                    .any(|((&o, h), w)| o != usize::MAX && !self.recorded(&view, h, o, w));
+                    .enumerate()
+                    .any(|(j, &o)| o != usize::MAX && !self.recorded(&view, hashed[j], o, wire(j)));
             if !stale {
                 break (view, owner, count);
             }
+        };
+        let (idx, wires) = match routable {
+            Routable::AsIs => (None, None),
+            Routable::Picked { idx, wires } => (Some(idx), Some(wires)),
         };
         // One owner for every key (one server, or a batch of one server's keys): the lists
         // are the group's as they are; splitting them key by key was ~90 instructions a key
         // of a one-server multi-get (callgrind).
         if let Some(&first) = owner.first()
-            && next.get(first) == Some(&idx.len())
+            && count.get(first) == Some(&owner.len())
             && let Some(member) = view.members.get(first)
         {
-            let n = idx.len();
+            let n = owner.len();
             return Groups {
-                idx,
-                wire: wires,
+                idx: idx.unwrap_or_else(|| (0..n).collect()),
+                wire: wires.unwrap_or_else(|| keys.iter().map(|&k| Cow::Borrowed(k)).collect()),
                 ranges: vec![(member.clone(), 0..n)],
             };
         }
         // A counting sort by owner: each server's range starts after the keys of the servers
         // before it; a key goes to its server's next place.
+        let mut next = count;
         let mut ranges = Vec::new();
         let mut start = 0;
         for (o, n) in next.iter_mut().enumerate() {
@@ -262,7 +245,7 @@ impl<P> Core<P> {
             start += count;
         }
         let mut sorted_idx = vec![0usize; start];
-        if as_is {
+        let (Some(idx), Some(wires)) = (idx, wires) else {
             // the input keys are the keys as sent: only the indexes are sorted, and the keys
             // read in their order (moving each key's `Cow`, and dropping the one it replaced,
             // was ~24 instructions a key of a 100-key multi-get over 4 servers)
@@ -279,7 +262,7 @@ impl<P> Core<P> {
                 idx: sorted_idx,
                 ranges,
             };
-        }
+        };
         let mut sorted_wire: Vec<Cow<'k, [u8]>> = vec![Cow::Borrowed(&[]); start];
         for ((i, wire), o) in idx.into_iter().zip(wires).zip(owner) {
             let Some(at) = next.get_mut(o) else {
@@ -296,6 +279,58 @@ impl<P> Core<P> {
             ranges,
         }
     }
+
+    /// The keys of `keys` to route: all of them as they are when none is decided and each is
+    /// sent as it is (no list is built for them: two lists of every key, built and dropped,
+    /// were ~23 instructions a key of a 100-key multi-get over 4 servers), else those neither
+    /// decided nor refused (each refused key's error put in `out`) with their wire forms.
+    fn routable<'k>(&self, keys: &[&'k [u8]], out: &mut (impl Outcomes + ?Sized)) -> Routable<'k> {
+        if out.none_decided() && keys.iter().all(|k| self.keys.sent_as_is(k)) {
+            return Routable::AsIs;
+        }
+        let mut idx: Vec<usize> = Vec::with_capacity(keys.len());
+        let mut wires: Vec<Cow<'k, [u8]>> = Vec::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            if out.decided(i) {
+                continue;
+            }
+            match self.keys.wire(k) {
+                Ok(w) => {
+                    idx.push(i);
+                    wires.push(w);
+                }
+                Err(e) => out.fail(i, e),
+            }
+        }
+        Routable::Picked { idx, wires }
+    }
+}
+
+/// The keys [`Core::group`] routes.
+enum Routable<'k> {
+    /// Every input key, each sent as it is.
+    AsIs,
+    /// The input keys at `idx`, sent as `wires`.
+    Picked {
+        idx: Vec<usize>,
+        wires: Vec<Cow<'k, [u8]>>,
+    },
+}
+
+/// Each of `hashed`'s owners on `view` (a member's index, `usize::MAX` for none), and how many
+/// keys each member owns: counted as the keys are routed, for the sort that follows.
+fn route_all<P>(view: &View<P>, hashed: &[&[u8]]) -> (Vec<usize>, Vec<usize>) {
+    let mut owner = vec![usize::MAX; hashed.len()];
+    let mut count = vec![0usize; view.members.len()];
+    // eight or four md5s at a time for the common case
+    view.routing.route_each(hashed, |j, s| {
+        let o = view.to_member[s];
+        owner[j] = o;
+        if let Some(c) = count.get_mut(o) {
+            *c += 1;
+        }
+    });
+    (owner, count)
 }
 
 /// The output of a multi-key operation: every slot filled, a missing one with `missing`'s
