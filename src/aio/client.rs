@@ -5,7 +5,7 @@ use super::conn::AsyncConn;
 use super::pool::{ConnectFailure, Pool, Pooled};
 use super::prober;
 use crate::core::Core;
-use crate::core::exchange::{Exchange, Retrieve, Single};
+use crate::core::exchange::{Exchange, Single};
 use crate::core::failure::call::{Call, Failed, after_failure};
 use crate::core::large;
 use crate::core::transport::{Transport, Work};
@@ -385,8 +385,8 @@ impl Client {
         let span = observe::span::command(&self.core.settings, "get_multi", &Listed(keys));
         let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
-        let runs = batch.groups.iter().map(|g| async move {
-            let mut ex = Retrieve::many(g.wire);
+        let (exs, mut landing) = batch.retrievals(&mut out);
+        let runs = batch.groups.iter().zip(exs).map(|(g, mut ex)| async move {
             let r = self.on(g.member, &mut ex).await;
             (ex, r)
         });
@@ -394,8 +394,9 @@ impl Client {
         let done = span.run(join_all(runs)).await;
         for (gi, (mut ex, r)) in done.into_iter().enumerate() {
             tally.add(|| ex.hits(), r.as_ref().err());
-            batch.place_hits(&self.core, &mut out, gi, &mut ex, r.err().as_ref());
+            batch.settle_group(&self.core, gi, &mut ex, r.err().as_ref(), &mut landing);
         }
+        batch.land(&self.core, &mut out, landing);
         span.close(tally);
         out
     }

@@ -272,11 +272,7 @@ impl Client {
         let _entered = span.enter();
         let mut tally = span.tally();
         let (batch, mut out) = self.core.read_batch(keys);
-        let mut exs: Vec<Retrieve<'_, _>> = batch
-            .groups
-            .iter()
-            .map(|g| Retrieve::many(g.wire))
-            .collect();
+        let (mut exs, mut landing) = batch.retrievals(&mut out);
         // Like libmemcached's mget: first one write to every server, then read the replies
         // server by server. The servers work in parallel while we read; no thread is spawned
         // (spawning one per server cost more than the whole exchange on loopback).
@@ -309,8 +305,10 @@ impl Client {
             };
             tally.add(|| ex.hits(), r.as_ref().err());
             self.ended(call, m, ex, r.as_ref().err(), counts);
-            batch.place_hits(&self.core, &mut out, gi, ex, r.err().as_ref());
+            batch.settle_group(&self.core, gi, ex, r.err().as_ref(), &mut landing);
         }
+        drop(exs);
+        batch.land(&self.core, &mut out, landing);
         span.close(tally);
         out
     }

@@ -314,6 +314,14 @@ impl<P> Core<P> {
         (near.wants(key) || admitted()).then_some(near)
     }
 
+    /// Whether a near cache is on (else no key is kept in one).
+    pub(crate) fn near_on(&self) -> bool {
+        #[cfg(feature = "near-cache")]
+        return self.near.is_some();
+        #[cfg(not(feature = "near-cache"))]
+        false
+    }
+
     /// A fresh near-cache copy of `key`, if the near cache holds one.
     pub(crate) fn near_lookup(&self, key: &[u8]) -> Option<crate::Item> {
         #[cfg(feature = "near-cache")]

@@ -33,7 +33,7 @@ impl<P> Copy for Group<'_, '_, P> {}
 /// The keys of a multi-key operation grouped by server: one list of input indexes and one of
 /// keys as sent, ordered by server (input order within a server), and each server's range of
 /// them. Two lists for all servers instead of two per server: a 100-key multi-get over four
-/// servers makes 27 allocations in all instead of 34 (tests/allocations_live.rs), and ~7
+/// servers made 27 allocations in all instead of 34 (tests/allocations_live.rs), and ~7
 /// fewer instructions a key (callgrind; the scatter costs most of what the pushes did).
 pub(crate) struct Groups<'k, P> {
     idx: Vec<usize>,

@@ -23,7 +23,7 @@ pub(crate) struct Retrieve<'a, K = &'a [u8]> {
     keys: &'a [K],
     cas: bool,
     touch: Option<u32>,
-    hits: Hits,
+    hits: Hits<'a>,
     /// The first key of the batch whose reply is being read.
     start: usize,
     /// The end of that batch (one past its last key).
@@ -66,23 +66,50 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
     }
 
     /// A server's share of a `get_multi`: `get` of `keys`, named `get_multi` (its metrics and
-    /// span) however few keys went to this server.
-    pub(crate) fn many(keys: &'a [K]) -> Self {
+    /// span) however few keys went to this server. With `slots`, each value is put in its
+    /// key's slot (key `i`'s in `slots[i]`, as `Ok(Some(_))`; a slot of a key not found is left
+    /// as it is); without, the values are listed ([`Retrieve::take_found`]).
+    pub(crate) fn many(keys: &'a [K], slots: Option<&'a mut [Result<Option<Item>>]>) -> Self {
+        let hits = match slots {
+            Some(slots) => Hits::Slots { slots, found: 0 },
+            None => Hits::Many(Vec::new()),
+        };
         Retrieve {
             multi: true,
+            hits,
             ..Retrieve::new(keys, false, None)
         }
+    }
+
+    /// The values listed so far, each with its key's index, ascending (none for a retrieval
+    /// into slots).
+    pub(crate) fn take_found(&mut self) -> Vec<(usize, Item)> {
+        match &mut self.hits {
+            Hits::Many(v) => std::mem::take(v),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Each slot of a key not answered (from [`Retrieve::answered`] on) given `e`: a value
+    /// read for it is not final.
+    pub(crate) fn fail_unanswered(&mut self, e: &Error) {
+        let answered = self.answered();
+        if let Hits::Slots { slots, .. } = &mut self.hits {
+            for slot in slots.iter_mut().skip(answered) {
+                *slot = Err(e.clone());
+            }
+        }
+    }
+
+    /// How many keys had a value.
+    pub(crate) fn found(&self) -> usize {
+        self.hits.found()
     }
 
     /// How many keys (from the first) have their final result: those of the batches read to
     /// their `END`.
     pub(crate) fn answered(&self) -> usize {
         self.start
-    }
-
-    /// The values read so far, each with its key's index, ascending.
-    pub(crate) fn take_found(&mut self) -> Vec<(usize, Item)> {
-        self.hits.take_found()
     }
 
     /// The values read so far, one entry per key.
@@ -136,16 +163,22 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
 /// The values found. A single key's is held in place: a `get` allocates nothing for it (the
 /// list's allocation and free were ~250 of an async get's ~5,800 instructions, callgrind).
 #[derive(Debug)]
-enum Hits {
+enum Hits<'a> {
     One(Option<Item>),
     /// Each value with its key's index, ascending. Only hits are written: a slot per key, each
     /// first set to `None` and all read again to place them, was ~20 instructions a key of a
     /// 100-key multi-get (callgrind).
     Many(Vec<(usize, Item)>),
+    /// Each value in its key's slot of the caller's: no list to place them from afterwards
+    /// (listing and then placing them was ~N instructions a key of a 100-key multi-get).
+    Slots {
+        slots: &'a mut [Result<Option<Item>>],
+        found: usize,
+    },
 }
 
-impl Hits {
-    fn new(keys: usize) -> Hits {
+impl Hits<'_> {
+    fn new(keys: usize) -> Hits<'static> {
         if keys == 1 {
             Hits::One(None)
         } else {
@@ -161,6 +194,14 @@ impl Hits {
             // a single key has at most one value
             Hits::One(h) => *h = values.last().map(|(_, item)| item),
             Hits::Many(v) => v.extend(values),
+            Hits::Slots { slots, found } => {
+                for (i, item) in values {
+                    if let Some(slot) = slots.get_mut(i) {
+                        *slot = Ok(Some(item));
+                        *found += 1;
+                    }
+                }
+            }
         }
     }
 
@@ -168,14 +209,33 @@ impl Hits {
         match self {
             Hits::One(h) => usize::from(h.is_some()),
             Hits::Many(v) => v.len(),
+            Hits::Slots { found, .. } => *found,
         }
     }
 
-    /// Every value found, with its key's index, ascending, leaving none.
+    /// None found yet: for a retrieval run again from the start.
+    fn clear(&mut self) {
+        match self {
+            Hits::One(h) => *h = None,
+            Hits::Many(v) => v.clear(),
+            Hits::Slots { slots, found } => {
+                slots.iter_mut().for_each(|s| *s = Ok(None));
+                *found = 0;
+            }
+        }
+    }
+
+    /// Every value found and held here, with its key's index, ascending, leaving none.
+    #[cfg(test)]
     fn take_found(&mut self) -> Vec<(usize, Item)> {
         match self {
             Hits::One(h) => h.take().map(|item| (0, item)).into_iter().collect(),
             Hits::Many(v) => std::mem::take(v),
+            Hits::Slots { slots, .. } => slots
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(i, s)| Some((i, std::mem::replace(s, Ok(None)).ok()??)))
+                .collect(),
         }
     }
 
@@ -185,6 +245,10 @@ impl Hits {
             Hits::One(h) => h.take(),
             Hits::Many(v) => match v.last() {
                 Some((i, _)) if *i == last => v.pop().map(|(_, item)| item),
+                _ => None,
+            },
+            Hits::Slots { slots, .. } => match slots.get_mut(last) {
+                Some(Ok(item)) => item.take(),
                 _ => None,
             },
         }
@@ -234,7 +298,7 @@ impl<K: AsRef<[u8]>> Exchange for Retrieve<'_, K> {
     }
 
     fn restart(&mut self) {
-        self.hits = Hits::new(self.keys.len());
+        self.hits.clear();
         (self.start, self.end) = (0, 0);
         self.next = 0;
         self.sent = false;
@@ -892,14 +956,15 @@ mod tests {
             assert_eq!(Retrieve::new(keys, cas, touch).command(), name);
         }
         // a server's share of a multi-get is named so even when it is one key
-        assert_eq!(Retrieve::many(one).command(), "get_multi");
+        assert_eq!(Retrieve::many(one, None).command(), "get_multi");
     }
 
     /// A retrieval names its keys by place (for its span), whatever slice holds them.
     #[test]
     fn a_retrieval_names_its_keys_by_place() {
         let held: Vec<std::borrow::Cow<'_, [u8]>> = vec![b"a"[..].into(), b"bc".to_vec().into()];
-        let ex = Retrieve::many(&held);
+        let mut slots = [Ok(None), Ok(None)];
+        let ex = Retrieve::many(&held, Some(&mut slots));
         assert_eq!(
             (ex.key(0), ex.key(1), ex.key(2)),
             (Some(&b"a"[..]), Some(&b"bc"[..]), None)
