@@ -86,8 +86,17 @@ impl<'k, P, T> Batch<'k, P, T> {
 #[derive(Debug)]
 pub(crate) enum Landing {
     Direct,
-    /// Each group's values, how many of its keys were answered, and the error of the others.
-    Listed(Vec<(Vec<(usize, Item)>, usize, Option<Error>)>),
+    /// Each group's values, in group order.
+    Listed(Vec<Listed>),
+}
+
+/// A group's values (each with its index in the group), how many of its keys were answered,
+/// and the error of the others.
+#[derive(Debug)]
+pub(crate) struct Listed {
+    found: Vec<(usize, Item)>,
+    answered: usize,
+    err: Option<Error>,
 }
 
 impl<'k, P> Batch<'k, P, Option<Item>> {
@@ -137,7 +146,11 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
             }
             Landing::Listed(groups) => {
                 let answered = err.map_or(g.idx.len(), |_| ex.answered());
-                groups.push((ex.take_found(), answered, err.cloned()));
+                groups.push(Listed {
+                    found: ex.take_found(),
+                    answered,
+                    err: err.cloned(),
+                });
             }
         }
     }
@@ -161,7 +174,12 @@ impl<'k, P> Batch<'k, P, Option<Item>> {
             }
             Landing::Listed(groups) => groups,
         };
-        for (g, (found, answered, err)) in self.groups.iter().zip(groups) {
+        for (g, listed) in self.groups.iter().zip(groups) {
+            let Listed {
+                found,
+                answered,
+                err,
+            } = listed;
             for (j, item) in found {
                 // a value read in a batch that was not read to its end is not final
                 let Some(&i) = g.idx.get(j).filter(|_| j < answered) else {
