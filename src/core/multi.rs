@@ -79,7 +79,7 @@ impl<'k, P, T> Batch<'k, P, T> {
 }
 
 /// Where a multi-get's values land. Straight in the output when one server holds every key
-/// (in input order): a 100-key multi-get over one server took ~27 instructions a key less than
+/// (in input order): a 100-key multi-get over one server took ~26 instructions a key less than
 /// listing them first. Else listed by each group's retrieval, and placed in the output after
 /// all groups are read: with many groups, values in slots of the groups' order, placed back in
 /// input order, took ~24 instructions a key more than lists (callgrind).

@@ -10,9 +10,10 @@ use crate::proto::meta::{MetaFlag, MetaItem, MetaRequest, MetaStatus};
 use crate::proto::{Parsed, RetrievalItem, encode_retrieval, parse_retrieval, value_of};
 use std::ops::Range;
 
-/// A retrieval of `keys` (as sent) from one server. [`Retrieve::take_hits`] holds one entry
-/// per key, in order; after a failure, the first [`Retrieve::answered`] have their final
-/// result.
+/// A retrieval of `keys` (as sent) from one server. Its values are held (one key's:
+/// [`Retrieve::take_item`]), listed ([`Retrieve::take_found`]) or put in the caller's slots
+/// ([`Retrieve::many`]); after a failure, the first [`Retrieve::answered`] keys have their
+/// final result.
 ///
 /// The keys are any slice of byte strings: a multi-get reads a server's group of wire keys as
 /// they are (copying them into a slice of `&[u8]` first was an allocation per server and a
@@ -170,7 +171,8 @@ enum Hits<'a> {
     /// 100-key multi-get (callgrind).
     Many(Vec<(usize, Item)>),
     /// Each value in its key's slot of the caller's: no list to place them from afterwards
-    /// (listing and then placing them was ~N instructions a key of a 100-key multi-get).
+    /// (listing and then placing them was ~26 instructions a key of a 100-key multi-get over
+    /// one server, callgrind).
     Slots {
         slots: &'a mut [Result<Option<Item>>],
         found: usize,
