@@ -338,6 +338,59 @@ mod tests {
         }
     }
 
+    /// With a near cache, the values of a multi-get whose keys are all one server's (landing in
+    /// the output directly) are kept in it, as those of many servers' are; a value of a key not
+    /// answered is not.
+    #[cfg(feature = "near-cache")]
+    #[test]
+    fn values_landing_directly_are_kept_in_the_near_cache() {
+        use crate::core::failure::probe::tests::NoPool;
+        use crate::{FailurePolicy, Server};
+        let settings = crate::Builder::<crate::Client>::default()
+            .servers((1..=4).map(|i| Server::new("127.0.0.1", 1100 + i)))
+            .near_cache(crate::near::NearCacheConfig::prefixes(
+                ["k"],
+                Duration::from_secs(60),
+                100,
+            ))
+            .failure_policy(FailurePolicy::new(1, Duration::from_secs(3600), true))
+            .checked()
+            .expect("settings");
+        let core = Core::new(settings, Box::new(|_| NoPool)).expect("core");
+        let keys = keys_of(&core, 0, 4);
+        let (batch, mut out) = core.read_batch(&keys);
+        let (mut exs, mut landing) = batch.retrievals(&mut out);
+        assert!(matches!(landing, Landing::Direct));
+        let reply = format!(
+            "VALUE {} 0 1\r\nx\r\nEND\r\nVALUE {} 0 1\r\ny\r\n",
+            keys[0], keys[2]
+        );
+        assert!(matches!(run(&mut exs[0], &reply), Ok(Step::Read)));
+        batch.settle_group(&core, 0, &mut exs[0], Some(&timeout()), &mut landing);
+        drop(exs);
+        batch.land(&core, &mut out, landing);
+        let kept = core.near_lookup(keys[0].as_bytes());
+        assert!(kept.is_some_and(|i| i.value == b"x"[..]));
+        assert!(core.near_lookup(keys[2].as_bytes()).is_none());
+        // two servers' keys: listed, then placed
+        let (a, b) = (&keys[1..2], keys_of(&core, 1, 2));
+        let keys = [&b[0], &a[0], &b[1]];
+        let (batch, mut out) = core.read_batch(&keys);
+        let (mut exs, mut landing) = batch.retrievals(&mut out);
+        assert!(matches!(landing, Landing::Listed(_)));
+        let whole = format!("VALUE {} 0 1\r\nz\r\nEND\r\n", a[0]);
+        assert!(matches!(run(&mut exs[0], &whole), Ok(Step::Done(()))));
+        batch.settle_group(&core, 0, &mut exs[0], None, &mut landing);
+        let cut = format!("VALUE {} 0 1\r\nw\r\n", b[0]);
+        assert!(matches!(run(&mut exs[1], &cut), Ok(Step::Read)));
+        batch.settle_group(&core, 1, &mut exs[1], Some(&timeout()), &mut landing);
+        drop(exs);
+        batch.land(&core, &mut out, landing);
+        let kept = core.near_lookup(a[0].as_bytes());
+        assert!(kept.is_some_and(|i| i.value == b"z"[..]));
+        assert!(core.near_lookup(b[0].as_bytes()).is_none(), "not answered");
+    }
+
     /// Keys of two servers, interleaved: each server's values land in their slots in input
     /// order, one server's hit and miss beside the other's error and (unanswered) value, and a
     /// key refused before routing keeps its error.

@@ -426,6 +426,40 @@ mod tests {
         assert_eq!(g.idx, (0..one.len()).collect::<Vec<_>>());
     }
 
+    /// Keys with a prefix, hashed with it or without: each key's group is the server that a
+    /// single key's route picks, and its wire form carries the prefix.
+    #[test]
+    fn prefixed_keys_are_grouped_where_each_key_routes() {
+        use crate::core::failure::probe::tests::NoPool;
+        use crate::{FailurePolicy, Server};
+        use std::time::Duration;
+        for hash_with_prefix in [false, true] {
+            let settings = crate::Builder::<crate::Client>::default()
+                .servers((1..=4).map(|i| Server::new("127.0.0.1", 1100 + i)))
+                .prefix("app:")
+                .hash_with_prefix(hash_with_prefix)
+                .failure_policy(FailurePolicy::new(1, Duration::from_secs(3600), true))
+                .checked()
+                .expect("settings");
+            let core = super::Core::new(settings, Box::new(|_| NoPool)).expect("core");
+            let keys: Vec<Vec<u8>> = (0..200).map(|i| format!("p{i}").into_bytes()).collect();
+            let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+            let mut slots: Vec<Option<crate::Result<()>>> = refs.iter().map(|_| None).collect();
+            let groups = core.group(&refs, &mut slots[..], false);
+            assert_eq!(groups.len(), 4, "hash_with_prefix {hash_with_prefix}");
+            for g in groups.iter() {
+                for (&i, w) in g.idx.iter().zip(g.wire) {
+                    let single = core.route(refs[i], false).expect("routed");
+                    assert!(
+                        Arc::ptr_eq(g.member, &single.member),
+                        "key {i}, hash_with_prefix {hash_with_prefix}"
+                    );
+                    assert_eq!(&w[..], [&b"app:"[..], refs[i]].concat());
+                }
+            }
+        }
+    }
+
     /// A multi-get's result is decided only by a value: a miss and an error are not.
     #[test]
     fn only_a_value_decides_a_multi_get_result() {
