@@ -378,6 +378,18 @@ mod tests {
             "{answers:?}"
         );
         assert!(matches!(&answers[2], Ok(Some(i)) if i.value == b"v"[..]));
+        // every key valid, one decided: still not routed
+        let valid: [&[u8]; 3] = [b"a", b"c", b"d"];
+        for decided in 0..3 {
+            let mut answers: Vec<crate::Result<Option<Item>>> = vec![Ok(None), Ok(None), Ok(None)];
+            answers[decided] = Ok(Some(Item::new(b"v".to_vec(), 0, None)));
+            let groups = core.group(&valid, &mut answers[..], false);
+            let want: Vec<usize> = (0..3).filter(|&i| i != decided).collect();
+            assert_eq!(grouped(&groups), want);
+            let mut slots: Vec<Option<crate::Result<()>>> = vec![None, None, None];
+            slots[decided] = Some(Ok(()));
+            assert_eq!(grouped(&core.group(&valid, &mut slots[..], true)), want);
+        }
     }
 
     /// Keys over four servers: one group per server that owns any, in server order, each
