@@ -125,9 +125,9 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
         all
     }
 
-    /// The one value of a single-key retrieval (the last key's).
+    /// The one value of a single-key retrieval.
     pub(crate) fn take_item(&mut self) -> Option<Item> {
-        self.hits.take_last(self.keys.len().saturating_sub(1))
+        self.hits.take_one()
     }
 
     /// One past the last key of the batch starting at `start`: as many keys as `caps` let one
@@ -241,18 +241,11 @@ impl Hits<'_> {
         }
     }
 
-    /// Key `last`'s value, leaving none.
-    fn take_last(&mut self, last: usize) -> Option<Item> {
+    /// A single key's value, leaving none (none held for many keys).
+    fn take_one(&mut self) -> Option<Item> {
         match self {
             Hits::One(h) => h.take(),
-            Hits::Many(v) => match v.last() {
-                Some((i, _)) if *i == last => v.pop().map(|(_, item)| item),
-                _ => None,
-            },
-            Hits::Slots { slots, .. } => match slots.get_mut(last) {
-                Some(Ok(item)) => item.take(),
-                _ => None,
-            },
+            _ => None,
         }
     }
 }
