@@ -954,6 +954,44 @@ mod tests {
         assert_eq!(Retrieve::many(one, None).command(), "get_multi");
     }
 
+    /// A multi-get's share put in the caller's slots: each value in its key's slot, a miss's
+    /// slot left as it was, the values counted; run again from the start, the slots are
+    /// misses again and the count starts over.
+    #[test]
+    fn values_go_to_their_slots_and_are_counted_again_after_a_restart() {
+        let keys: &[&[u8]] = &[b"a", b"b", b"c"];
+        let mut slots: Vec<Result<Option<Item>>> = vec![Ok(None), Ok(None), Ok(None)];
+        let mut ex = Retrieve::many(keys, Some(&mut slots));
+        let mut rb = ReadBuf::default();
+        assert!(matches!(
+            feed(&mut ex, &mut rb, b""),
+            Ok(Step::WriteThenRead)
+        ));
+        let reply = b"VALUE a 0 1\r\nx\r\nVALUE c 0 1\r\nz\r\n";
+        assert!(matches!(feed(&mut ex, &mut rb, reply), Ok(Step::Read)));
+        assert_eq!((ex.found(), ex.hits()), (2, Some((2, 1))));
+        ex.restart();
+        assert_eq!((ex.found(), ex.hits()), (0, Some((0, 3))));
+        let mut rb = ReadBuf::default();
+        assert!(matches!(
+            feed(&mut ex, &mut rb, b""),
+            Ok(Step::WriteThenRead)
+        ));
+        let reply = b"VALUE b 0 1\r\ny\r\nEND\r\n";
+        assert!(matches!(feed(&mut ex, &mut rb, reply), Ok(Step::Done(()))));
+        assert_eq!(ex.found(), 1);
+        drop(ex);
+        let values: Vec<Option<&[u8]>> = slots
+            .iter()
+            .map(|s| {
+                s.as_ref()
+                    .ok()
+                    .and_then(|i| i.as_ref().map(|i| &i.value[..]))
+            })
+            .collect();
+        assert_eq!(values, [None, Some(&b"y"[..]), None]);
+    }
+
     /// A retrieval names its keys by place (for its span), whatever slice holds them.
     #[test]
     fn a_retrieval_names_its_keys_by_place() {
