@@ -543,6 +543,9 @@ mod tests {
         }
         let c = Continuum::build(vec![(1, 1); 8_192], Ties::FirstInserted, Search::FirstAbove);
         assert!(c.gaps.is_some(), "one point");
+        let most: Vec<(u32, u32)> = (0..8_192).map(|i| (i << 19, 1)).collect();
+        let c = Continuum::build(most, Ties::FirstInserted, Search::FirstAbove);
+        assert!(c.gaps.is_some(), "8,192 points");
     }
 
     /// One point: every hash lands on it.
