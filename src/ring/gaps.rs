@@ -95,3 +95,29 @@ impl Gaps {
         std::mem::size_of_val(&*self.owners)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eight to sixteen stretches a point (one stretch for no more than one point at a time,
+    /// mostly), on either side of each power of two.
+    #[test]
+    fn stretches_sized_to_the_points() {
+        for n in [1usize, 2, 3, 127, 128, 129, 160, 4_096, 4_097, 8_191, 8_192] {
+            let entries: Vec<Entry> = (0..n)
+                .map(|i| Entry {
+                    point: (i as u32) << 19,
+                    owner: 1,
+                })
+                .collect();
+            let gaps = Gaps::build(&entries, Search::FirstAtOrAbove).expect("gaps");
+            let stretches = gaps.owners.len();
+            assert!(
+                8 * n <= stretches && stretches < 16 * n,
+                "{n} points, {stretches} stretches"
+            );
+            assert_eq!(gaps.span_mask(), u32::MAX >> stretches.ilog2());
+        }
+    }
+}
