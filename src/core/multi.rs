@@ -296,6 +296,48 @@ mod tests {
         ex.step(&mut rb, &mut Vec::new(), &ctx)
     }
 
+    /// A multi-get of four `keys` of one server's (sent in lines of two), whose values land in
+    /// the output directly: the first line's reply (a hit of the first key, a miss), then a
+    /// value of the third key and nothing more, and a timeout. The output.
+    fn one_group_cut<C>(core: &Core<C>, keys: &[String]) -> Answers
+    where
+        C: ServerPool,
+    {
+        let (batch, mut out) = core.read_batch(keys);
+        assert_eq!(batch.groups.len(), 1);
+        let (mut exs, mut landing) = batch.retrievals(&mut out);
+        assert!(matches!(landing, Landing::Direct));
+        let reply = format!(
+            "VALUE {} 0 1\r\nx\r\nEND\r\nVALUE {} 0 1\r\ny\r\n",
+            keys[0], keys[2]
+        );
+        assert!(matches!(run(&mut exs[0], &reply), Ok(Step::Read)));
+        assert_eq!(exs[0].answered(), 2);
+        batch.settle_group(core, 0, &mut exs[0], Some(&timeout()), &mut landing);
+        drop(exs);
+        batch.land(core, &mut out, landing);
+        out
+    }
+
+    /// A multi-get of `keys`, whose owners are two servers: the first server's reply read
+    /// whole (`whole`), the second's cut after `cut` and then timed out. The output.
+    fn two_groups<C, K: AsRef<[u8]>>(core: &Core<C>, keys: &[K], whole: &str, cut: &str) -> Answers
+    where
+        C: ServerPool,
+    {
+        let (batch, mut out) = core.read_batch(keys);
+        assert_eq!(batch.groups.len(), 2);
+        let (mut exs, mut landing) = batch.retrievals(&mut out);
+        assert!(matches!(landing, Landing::Listed(_)));
+        assert!(matches!(run(&mut exs[0], whole), Ok(Step::Done(()))));
+        batch.settle_group(core, 0, &mut exs[0], None, &mut landing);
+        assert!(matches!(run(&mut exs[1], cut), Ok(Step::Read)));
+        batch.settle_group(core, 1, &mut exs[1], Some(&timeout()), &mut landing);
+        drop(exs);
+        batch.land(core, &mut out, landing);
+        out
+    }
+
     fn timeout() -> Error {
         Error::Timeout {
             server: "s:1".into(),
@@ -306,27 +348,14 @@ mod tests {
 
     /// A retrieval that failed partway, on a multi-get whose keys are all one server's (its
     /// values land in the output directly): the keys whose line was answered keep their values
-    /// or misses, the others get the error, even one whose value was read.
+    /// or misses, the others get the error, even one whose value was read (that line was not
+    /// read to its end, so its value is not final).
     #[test]
     fn keys_answered_before_a_failure_keep_their_answers() {
         let core = core(100);
         let keys = keys_of(&core, 0, 4);
         assert_eq!(keys.len(), 4, "four keys of server 0");
-        let (batch, mut out) = core.read_batch(&keys);
-        assert_eq!(batch.groups.len(), 1);
-        let (mut exs, mut landing) = batch.retrievals(&mut out);
-        assert!(matches!(landing, Landing::Direct));
-        // the first line's reply (a hit and a miss), then a value of the second line's and
-        // nothing more: that line was not read to its end, so its value is not final
-        let reply = format!(
-            "VALUE {} 0 1\r\nx\r\nEND\r\nVALUE {} 0 1\r\ny\r\n",
-            keys[0], keys[2]
-        );
-        assert!(matches!(run(&mut exs[0], &reply), Ok(Step::Read)));
-        assert_eq!(exs[0].answered(), 2);
-        batch.settle_group(&core, 0, &mut exs[0], Some(&timeout()), &mut landing);
-        drop(exs);
-        batch.land(&core, &mut out, landing);
+        let out = one_group_cut(&core, &keys);
         assert!(
             matches!(&out[0], Ok(Some(i)) if i.value == b"x"[..]),
             "{:?}",
@@ -358,34 +387,16 @@ mod tests {
             .expect("settings");
         let core = Core::new(settings, Box::new(|_| NoPool)).expect("core");
         let keys = keys_of(&core, 0, 4);
-        let (batch, mut out) = core.read_batch(&keys);
-        let (mut exs, mut landing) = batch.retrievals(&mut out);
-        assert!(matches!(landing, Landing::Direct));
-        let reply = format!(
-            "VALUE {} 0 1\r\nx\r\nEND\r\nVALUE {} 0 1\r\ny\r\n",
-            keys[0], keys[2]
-        );
-        assert!(matches!(run(&mut exs[0], &reply), Ok(Step::Read)));
-        batch.settle_group(&core, 0, &mut exs[0], Some(&timeout()), &mut landing);
-        drop(exs);
-        batch.land(&core, &mut out, landing);
+        one_group_cut(&core, &keys);
         let kept = core.near_lookup(keys[0].as_bytes());
         assert!(kept.is_some_and(|i| i.value == b"x"[..]));
         assert!(core.near_lookup(keys[2].as_bytes()).is_none());
         // two servers' keys: listed, then placed
         let (a, b) = (&keys[1..2], keys_of(&core, 1, 2));
         let keys = [&b[0], &a[0], &b[1]];
-        let (batch, mut out) = core.read_batch(&keys);
-        let (mut exs, mut landing) = batch.retrievals(&mut out);
-        assert!(matches!(landing, Landing::Listed(_)));
         let whole = format!("VALUE {} 0 1\r\nz\r\nEND\r\n", a[0]);
-        assert!(matches!(run(&mut exs[0], &whole), Ok(Step::Done(()))));
-        batch.settle_group(&core, 0, &mut exs[0], None, &mut landing);
         let cut = format!("VALUE {} 0 1\r\nw\r\n", b[0]);
-        assert!(matches!(run(&mut exs[1], &cut), Ok(Step::Read)));
-        batch.settle_group(&core, 1, &mut exs[1], Some(&timeout()), &mut landing);
-        drop(exs);
-        batch.land(&core, &mut out, landing);
+        two_groups(&core, &keys, &whole, &cut);
         let kept = core.near_lookup(a[0].as_bytes());
         assert!(kept.is_some_and(|i| i.value == b"z"[..]));
         assert!(core.near_lookup(b[0].as_bytes()).is_none(), "not answered");
@@ -399,19 +410,10 @@ mod tests {
         let core = core(100);
         let (a, b) = (keys_of(&core, 0, 2), keys_of(&core, 1, 2));
         let keys = [&b[0], &a[0], "bad key", &b[1], &a[1]];
-        let (batch, mut out) = core.read_batch(&keys);
-        assert_eq!(batch.groups.len(), 2);
-        let (mut exs, mut landing) = batch.retrievals(&mut out);
-        assert!(matches!(landing, Landing::Listed(_)));
         // server 0: a[1] found, a[0] a miss; server 1: b[0]'s value, then nothing
         let whole = format!("VALUE {} 0 1\r\nx\r\nEND\r\n", a[1]);
-        assert!(matches!(run(&mut exs[0], &whole), Ok(Step::Done(()))));
-        batch.settle_group(&core, 0, &mut exs[0], None, &mut landing);
         let cut = format!("VALUE {} 0 1\r\ny\r\n", b[0]);
-        assert!(matches!(run(&mut exs[1], &cut), Ok(Step::Read)));
-        batch.settle_group(&core, 1, &mut exs[1], Some(&timeout()), &mut landing);
-        drop(exs);
-        batch.land(&core, &mut out, landing);
+        let out = two_groups(&core, &keys, &whole, &cut);
         assert!(matches!(out[0], Err(Error::Timeout { .. })), "{:?}", out[0]);
         assert!(matches!(out[1], Ok(None)), "{:?}", out[1]);
         assert!(
