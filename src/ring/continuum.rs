@@ -537,7 +537,7 @@ mod tests {
         }
         for (n, owner) in [(10, 65_535), (10, 70_000), (8_193, 1)] {
             let raw: Vec<(u32, u32)> = (0..n).map(|_| (next(), owner)).collect();
-            let c = Continuum::build(raw.clone(), Ties::FirstInserted, Search::FirstAtOrAbove);
+            let c = Continuum::build(raw, Ties::FirstInserted, Search::FirstAtOrAbove);
             assert!(c.gaps.is_none(), "{n} points, owner {owner}");
             assert_eq!(c.owner(next()), Some(owner));
         }

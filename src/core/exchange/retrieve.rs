@@ -119,7 +119,7 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
         let mut all: Vec<Option<Item>> = std::iter::repeat_with(|| None)
             .take(self.keys.len())
             .collect();
-        for (i, item) in self.hits.take_found() {
+        for (i, item) in self.hits.take_every() {
             all[i] = Some(item);
         }
         all
@@ -227,9 +227,10 @@ impl Hits<'_> {
         }
     }
 
-    /// Every value found and held here, with its key's index, ascending, leaving none.
+    /// Every value found, wherever it is held (list or slots), with its key's index, ascending,
+    /// leaving none.
     #[cfg(test)]
-    fn take_found(&mut self) -> Vec<(usize, Item)> {
+    fn take_every(&mut self) -> Vec<(usize, Item)> {
         match self {
             Hits::One(h) => h.take().map(|item| (0, item)).into_iter().collect(),
             Hits::Many(v) => std::mem::take(v),
