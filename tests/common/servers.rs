@@ -279,7 +279,12 @@ impl Memcached {
             }
             cmd.args(["-U", "0", "-m", "32", "-t", "2", "-c", "1024"]);
             let admin = if access.plaintext_port {
-                let plain = free_port(ip);
+                // Each free port's listener is closed before the next is bound, so two picks
+                // in a row can be the same port: memcached then listens in plaintext only
+                // there, and a TLS client reads plaintext (seen 1 run in 15).
+                let plain = std::iter::repeat_with(|| free_port(ip))
+                    .find(|&p| p != port)
+                    .unwrap_or(0);
                 cmd.args(["-l", &format!("notls:{ip}:{plain}")])
                     .args(["-l", &format!("{ip}:{port}")]);
                 Some(SocketAddr::from((ip, plain)))
