@@ -3,7 +3,7 @@
 //! CPUs since 2013 do). Measured: a 100-key get_multi over 4 servers spent ~250 user-space
 //! instructions a key in the four-lane rounds and ~100 in these (callgrind).
 
-use super::md5x4::{INIT, K, MAX_ONE_BLOCK, S, blocks, rounds, word};
+use super::md5x4::{INIT, K, MAX_ONE_BLOCK, S, fill_blocks, rounds, word};
 
 /// The first digest word (the ketama point / key hash) of eight inputs of at most
 /// [`MAX_ONE_BLOCK`] bytes each, or `None` on a CPU without AVX2 (and on other targets).
@@ -11,7 +11,8 @@ pub(crate) fn md5_first_words(inputs: [&[u8]; 8]) -> Option<[u32; 8]> {
     debug_assert!(inputs.iter().all(|i| i.len() <= MAX_ONE_BLOCK));
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        let m = blocks(inputs);
+        let mut m = [[0u32; 8]; 16];
+        fill_blocks(&mut m, inputs);
         // SAFETY: `rounds` needs AVX2, which the CPU was just found to have.
         let first = unsafe { avx2::first_words(&m) };
         return Some(first.map(|a| a.wrapping_add(INIT[0])));

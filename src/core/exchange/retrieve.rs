@@ -137,6 +137,11 @@ impl<'a, K: AsRef<[u8]>> Retrieve<'a, K> {
             // one key left, or none: a line of its own (every batch of a get)
             return self.keys.len();
         }
+        if caps.bytes == usize::MAX {
+            // no byte cap (the default): lines are cut by count alone, without walking the
+            // keys (~15 instructions a key of a 100-key multi-get, callgrind)
+            return self.keys.len().min(start.saturating_add(caps.keys));
+        }
         // `gats <exptime>` and the line end; the exptime's digits count too
         let head = match self.touch {
             None => 3 + usize::from(self.cas),
