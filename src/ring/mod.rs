@@ -385,7 +385,7 @@ impl Ring {
     /// gomemcache's `PickServer` and every modulo by 1). The md5 of a key is ~670 of the ~8,700
     /// user-space instructions of an async get (callgrind).
     #[inline]
-    fn single(&self) -> bool {
+    pub(crate) fn single(&self) -> bool {
         self.servers.len() == 1 && !self.is_empty()
     }
 
