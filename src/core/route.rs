@@ -42,7 +42,7 @@ pub(crate) struct Groups<'k, P> {
 }
 
 impl<'k, P> Groups<'k, P> {
-    /// One group: every key of `routable` on `member`.
+    /// One group: every key of `routable` on `member` (none when there is no key).
     fn one(member: Arc<Member<P>>, routable: Routable<'k>, keys: &[&'k [u8]]) -> Self {
         let (idx, wire) = match routable {
             Routable::AsIs => (
@@ -55,7 +55,11 @@ impl<'k, P> Groups<'k, P> {
         Groups {
             idx,
             wire,
-            ranges: vec![(member, 0..n)],
+            ranges: if n == 0 {
+                Vec::new()
+            } else {
+                vec![(member, 0..n)]
+            },
         }
     }
 
@@ -454,6 +458,47 @@ mod tests {
         let g = groups.get(0).expect("a group");
         assert!(Arc::ptr_eq(g.member, &members[2]));
         assert_eq!(g.idx, (0..one.len()).collect::<Vec<_>>());
+    }
+
+    /// With one server in force (three of four ejected), a read's keys make one group on it,
+    /// in input order, without the keys refused or decided; no key left makes no group; a
+    /// write's keys go where the general path sends them, which is the same server.
+    #[test]
+    fn one_server_in_force_takes_every_key_of_a_read_in_one_group() {
+        let core = core(100);
+        for i in [0, 1, 3] {
+            eject(&core, i);
+        }
+        let members = core.view().members.clone();
+        let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("s{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        for write in [false, true] {
+            let mut slots: Vec<Option<crate::Result<()>>> = refs.iter().map(|_| None).collect();
+            let groups = core.group(&refs, &mut slots[..], write);
+            assert_eq!(groups.len(), 1, "write {write}");
+            let g = groups.get(0).expect("a group");
+            assert!(Arc::ptr_eq(g.member, &members[2]), "write {write}");
+            assert_eq!(g.idx, (0..20).collect::<Vec<_>>());
+            assert!(g.wire.iter().zip(&refs).all(|(w, k)| &w[..] == *k));
+        }
+        let some: [&[u8]; 4] = [b"a", b"bad key", b"c", b"d"];
+        let mut slots: Vec<Option<crate::Result<()>>> = vec![None, None, Some(Ok(())), None];
+        let groups = core.group(&some, &mut slots[..], false);
+        let g = groups.get(0).expect("a group");
+        assert_eq!((groups.len(), g.idx), (1, &[0, 3][..]));
+        assert_eq!(
+            g.wire.iter().map(|w| &w[..]).collect::<Vec<_>>(),
+            [b"a", b"d"]
+        );
+        assert!(matches!(slots[1], Some(Err(Error::InvalidKey { .. }))));
+        let none: [&[u8]; 1] = [b"bad key"];
+        let mut slots: Vec<Option<crate::Result<()>>> = vec![None];
+        assert_eq!(core.group(&none, &mut slots[..], false).len(), 0);
+        assert_eq!(
+            core.group(&[], &mut [][..] as &mut [Option<crate::Result<()>>], false)
+                .len(),
+            0
+        );
     }
 
     /// Keys with a prefix, hashed with it or without: each key's group is the server that a

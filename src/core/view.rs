@@ -45,7 +45,6 @@ impl<P> View<P> {
         }
     }
 
-    /// The member owning `hashed` (the key as hashed), or `None` for an empty ring.
     /// The member every key is routed to when the ring in force has one server.
     pub(crate) fn sole_member(&self) -> Option<&Arc<Member<P>>> {
         if !self.routing.single() {
@@ -54,6 +53,7 @@ impl<P> View<P> {
         self.members.get(*self.to_member.first()?)
     }
 
+    /// The member owning `hashed` (the key as hashed), or `None` for an empty ring.
     pub(crate) fn owner(&self, hashed: &[u8]) -> Option<usize> {
         self.routing.route(hashed).map(|i| self.to_member[i])
     }
