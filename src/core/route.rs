@@ -481,6 +481,22 @@ mod tests {
             assert_eq!(g.idx, (0..20).collect::<Vec<_>>());
             assert!(g.wire.iter().zip(&refs).all(|(w, k)| &w[..] == *k));
         }
+        // the write recorded each key for its ejected owner's cleanup
+        let full = core.ring();
+        for i in [0, 1, 3] {
+            let mut owned: Vec<Vec<u8>> = keys
+                .iter()
+                .filter(|k| full.route(k) == Some(i))
+                .cloned()
+                .collect();
+            assert!(!owned.is_empty(), "server {i} owns some of the keys");
+            owned.sort();
+            let Cleanup::Delete(mut recorded) = members[i].rejoin.pending() else {
+                panic!("server {i}: keys to delete on its rejoin");
+            };
+            recorded.sort();
+            assert_eq!(recorded, owned, "server {i}");
+        }
         let some: [&[u8]; 4] = [b"a", b"bad key", b"c", b"d"];
         let mut slots: Vec<Option<crate::Result<()>>> = vec![None, None, Some(Ok(())), None];
         let groups = core.group(&some, &mut slots[..], false);
