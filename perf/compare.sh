@@ -170,6 +170,9 @@ if command -v strace >/dev/null; then
     /usr/bin/python3 py/syscalls.py 200 1200 ../target/release/examples/multiget_profile "${profile_args[@]}" > "$work/sys.multi4"
     /usr/bin/python3 py/syscalls.py 200 1200 ../target/release/examples/multiget_profile "127.0.0.1:${ports[0]}" > "$work/sys.multi1"
     MODE=get /usr/bin/python3 py/syscalls.py 1000 6000 ../target/release/examples/multiget_profile "${profile_args[@]}" > "$work/sys.get"
+    for who in memshard async-memcached; do
+        /usr/bin/python3 py/syscalls.py 500 2500 "$bin" aio-calls "127.0.0.1:${ports[0]}" "$who" '{rounds}' > "$work/sys.aio.$who"
+    done
 else
     echo "compare.sh: no strace, so no system call counts (apt-get install strace)" >&2
 fi

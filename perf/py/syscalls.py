@@ -3,7 +3,8 @@
 usage: syscalls.py SHORT LONG COMMAND [ARG...]
 
 Runs COMMAND under `strace -f -c` twice, with ROUNDS=SHORT and ROUNDS=LONG in its environment
-(examples/multiget_profile reads it), and prints each system call's count in the longer run
+(examples/multiget_profile reads it; an argument `{rounds}` is replaced by the count too, for
+commands that take it as an argument), and prints each system call's count in the longer run
 minus the shorter, per extra round, as `name count` lines and a `total count` line: start-up
 and set-up cancel out.
 """
@@ -18,8 +19,9 @@ import tempfile
 def counts(rounds, command):
     """Each system call's count in one run of `command` for `rounds` rounds."""
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+        args = [str(rounds) if a == "{rounds}" else a for a in command]
         subprocess.run(
-            ["strace", "-f", "-c", "-o", out.name, *command],
+            ["strace", "-f", "-c", "-o", out.name, *args],
             env={**os.environ, "ROUNDS": str(rounds)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
