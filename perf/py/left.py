@@ -165,6 +165,7 @@ print("thread and server, no pool, no idle check, its owners precomputed and its
 print(f"parsed. memshard's CPU per operation is {cpu_ratio(1)}× the raw loop's at 1 thread and "
       f"{cpu_ratio(64)}× at 64:")
 print(f"the first is the idle check's system call and its {get_total or 0:,.0f} user-space instructions a get")
-print("(the key's md5 the largest part), the rest the pool's lock shared by 64 threads. What would")
+print("(the key's md5 the largest part), the rest most likely the pool's lock shared by 64 threads")
+print("(not measured apart). What would")
 print("remove it: a pool without a lock (one per CPU, or a lock-free queue) for the second part; the")
 print("first is work the goals keep (the hash, the parse, the idle check).")
