@@ -24,11 +24,9 @@ def own_instructions(path):
     counts = {}
     for line in out.splitlines():
         m = re.match(r"\s*([\d,]+)\s+(\S.*)$", line)
-        if not m or " " not in m.group(2) and ":" not in m.group(2):
+        if not m or m.group(2).startswith("PROGRAM TOTALS"):
             continue
         name = m.group(2).strip()
-        if name.startswith("PROGRAM TOTALS") or name.startswith("Ir"):
-            continue
         # "file:function [object]" -> "function"
         name = re.sub(r"\s*\[[^\]]*\]$", "", name)
         if ":" in name and not name.startswith("<"):

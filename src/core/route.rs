@@ -198,7 +198,8 @@ impl<P> Core<P> {
         write: bool,
     ) -> Groups<'k, P> {
         let routable = self.routable(keys, out);
-        if !write && let Some(member) = self.view.load().sole_member() {
+        let mut view = self.view.load_full();
+        if !write && let Some(member) = view.sole_member() {
             // one server in force: no key is hashed or routed (~57 instructions a key of a
             // 100-key multi-get over one server, callgrind). A write takes the general path,
             // which records the keys of an ejected owner.
@@ -228,8 +229,7 @@ impl<P> Core<P> {
                 Routable::Picked { wires, .. } => &wires[j],
             }
         };
-        let (view, owner, count) = loop {
-            let view = self.view.load_full();
+        let (owner, count) = loop {
             let (owner, count) = route_all(&view, hashed);
             // routed again on the view in force if an owner rejoined meanwhile
             let stale = write
@@ -238,8 +238,9 @@ impl<P> Core<P> {
                     .enumerate()
                     .any(|(j, &o)| o != usize::MAX && !self.recorded(&view, hashed[j], o, wire(j)));
             if !stale {
-                break (view, owner, count);
+                break (owner, count);
             }
+            view = self.view.load_full();
         };
         // One owner for every key (a batch of one server's keys): the lists are the group's
         // as they are; splitting them key by key was ~90 instructions a key of a one-server
